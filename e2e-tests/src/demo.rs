@@ -1,0 +1,55 @@
+//! The example requests `make demo` and the bats suite evaluate (`requests/*.json`): one app
+//! through a bind, a second bind, Korifi's runner writes, a rolling deploy and a scale.
+
+use serde_json::{json, Value};
+
+use crate::admission::{review, statefulset_request};
+use crate::korifi::{desired, held, orders_db, runner_write, unbound, upsi};
+use crate::projector::project;
+
+pub const HELD_SINCE: &str = "2026-12-01T09:00:00Z";
+
+/// (file name, what restage-gate decides in defer mode, AdmissionReview).
+pub fn requests() -> Vec<(&'static str, &'static str, Value)> {
+    let bound = with(unbound(), |s| project(s, &upsi()));
+    let both = with(bound.clone(), |s| project(s, &orders_db()));
+    let upsi_pending = format!("+{}", upsi().name);
+    let both_pending = format!("{upsi_pending} +orders-db");
+    let held_once = held(bound.clone(), &upsi_pending, HELD_SINCE);
+    let held_twice = held(both.clone(), &both_pending, HELD_SINCE);
+    let update = |old: &Value, new: &Value| review(&statefulset_request("UPDATE", old, new));
+    vec![
+        ("01-bind.json", "held", update(&unbound(), &bound)),
+        (
+            "02-second-bind-while-held.json",
+            "held",
+            update(
+                &held_once,
+                &with(held_once.clone(), |s| project(s, &orders_db())),
+            ),
+        ),
+        (
+            "03-runner-patch-while-held.json",
+            "held",
+            update(&held_twice, &runner_write(&held_twice, &desired(0, 1))),
+        ),
+        (
+            "04-rolling-deploy-releases-hold.json",
+            "released",
+            update(&held_twice, &runner_write(&held_twice, &desired(1, 1))),
+        ),
+        (
+            "05-scale.json",
+            "accepted",
+            update(
+                &both,
+                &with(both.clone(), |s| s["spec"]["replicas"] = json!(3)),
+            ),
+        ),
+    ]
+}
+
+fn with(mut sts: Value, edit: impl FnOnce(&mut Value)) -> Value {
+    edit(&mut sts);
+    sts
+}

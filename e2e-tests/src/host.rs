@@ -1,0 +1,84 @@
+//! The compiled policy in the waPC host that kwctl and policy-server use: `wapc` over
+//! `wasmtime-provider`, with a WASI context (so the module reads the host clock).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use wapc::{WapcHost, WasiParams};
+use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+
+/// A compiled module, ready to instantiate. Compiling is the expensive step, so it is done once
+/// and shared; every evaluation gets a fresh instance, as in policy-server.
+#[derive(Clone)]
+pub struct Module {
+    pre: Arc<WasmtimeEngineProviderPre>,
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Module")
+    }
+}
+
+impl Module {
+    pub fn load(path: &std::path::Path) -> Result<Self, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
+        let pre = WasmtimeEngineProviderBuilder::new()
+            .module_bytes(bytes)
+            .wasi_params(WasiParams::default())
+            .build_pre()
+            .map_err(|e| format!("cannot compile the module: {e}"))?;
+        Ok(Module { pre: Arc::new(pre) })
+    }
+
+    /// Calls one waPC function of a fresh instance.
+    pub fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        let engine = self
+            .pre
+            .rehydrate(None)
+            .map_err(|e| format!("cannot instantiate the module: {e}"))?;
+        // restage-gate asks the host for nothing; any host call is a bug worth failing on.
+        let host = WapcHost::new(
+            Box::new(engine),
+            Some(Box::new(|_, binding, namespace, operation, _| {
+                Err(format!("unexpected host call {binding}/{namespace}/{operation}").into())
+            })),
+        )
+        .map_err(|e| format!("cannot start the waPC host: {e}"))?;
+        host.call(function, payload)
+            .map_err(|e| format!("{function} failed: {e}"))
+    }
+
+    /// `validate` on a ValidationRequest (`{settings, request}`); the ValidationResponse.
+    pub fn validate(&self, validation_request: &Value) -> Result<Value, String> {
+        let bytes = serde_json::to_vec(validation_request).map_err(|e| e.to_string())?;
+        self.call_json("validate", &bytes)
+    }
+
+    /// `validate_settings`; `Ok(None)` when valid, `Ok(Some(message))` when refused.
+    pub fn validate_settings(&self, settings: &Value) -> Result<Option<String>, String> {
+        let bytes = serde_json::to_vec(settings).map_err(|e| e.to_string())?;
+        let response = self.call_json("validate_settings", &bytes)?;
+        match response.get("valid").and_then(Value::as_bool) {
+            Some(true) => Ok(None),
+            Some(false) => Ok(Some(
+                response["message"].as_str().unwrap_or_default().to_string(),
+            )),
+            None => Err(format!("validate_settings answered {response}")),
+        }
+    }
+
+    pub fn protocol_version(&self) -> Result<Value, String> {
+        self.call_json("protocol_version", b"")
+    }
+
+    fn call_json(&self, function: &str, payload: &[u8]) -> Result<Value, String> {
+        let out = self.call(function, payload)?;
+        serde_json::from_slice(&out)
+            .map_err(|e| format!("{function} answered something that is not JSON: {e}"))
+    }
+}

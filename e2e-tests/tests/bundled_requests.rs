@@ -1,0 +1,27 @@
+//! The committed example requests are exactly what the models produce (`BLESS=1` rewrites
+//! them), so the demo and the bats suite always show the current formats.
+
+use std::path::PathBuf;
+
+use restage_gate_e2e::demo;
+
+#[test]
+fn bundled_requests_match_the_models() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("requests");
+    let bless = std::env::var_os("BLESS").is_some();
+    for (name, _, review) in demo::requests() {
+        let path = dir.join(name);
+        let want = serde_json::to_string_pretty(&review).expect("serialisable") + "\n";
+        if bless {
+            std::fs::write(&path, &want).expect("writable requests dir");
+            continue;
+        }
+        let have = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run with BLESS=1 to write it)", path.display()));
+        assert!(
+            have == want,
+            "{} is stale: run `BLESS=1 cargo test -p restage-gate-e2e --test bundled_requests`",
+            path.display()
+        );
+    }
+}

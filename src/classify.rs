@@ -1,0 +1,409 @@
+//! Template classification (DESIGN.md §3): compare `oldObject.spec.template` with
+//! `object.spec.template` as raw JSON, with binding artefacts left out of both.
+//!
+//! The comparison walks both templates side by side instead of building stripped copies, so
+//! every field the policy does not know still takes part (as raw JSON) and nothing is cloned.
+
+use serde_json::{Map, Value};
+
+use crate::artefacts::{items, ArtefactRules, Artefacts};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// The templates are equal.
+    NoChange,
+    /// Only binding artefacts differ.
+    BindingOnly,
+    /// Binding-only, and the new template lost every artefact the old one had: a controller
+    /// wrote its own desired template; the projector restores live bindings in the same request.
+    Wipe,
+    /// Anything else differs: the pods are going to roll anyway.
+    Restage,
+}
+
+/// Binding changes by binding name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BindingDelta {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Present in both with a different projection (rotated credentials, a new binding of the
+    /// same name).
+    pub changed: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub kind: ChangeKind,
+    pub delta: BindingDelta,
+}
+
+pub fn classify(old: &Value, new: &Value, rules: &ArtefactRules) -> Change {
+    let unchanged = |kind| Change {
+        kind,
+        delta: BindingDelta::default(),
+    };
+    if old == new {
+        return unchanged(ChangeKind::NoChange);
+    }
+    let artefacts = Artefacts::for_templates(rules, &[old, new]);
+    if !templates_equal(old, new, &artefacts) {
+        return unchanged(ChangeKind::Restage);
+    }
+    if artefacts.present_in(old) && !artefacts.present_in(new) {
+        return unchanged(ChangeKind::Wipe);
+    }
+    Change {
+        kind: ChangeKind::BindingOnly,
+        delta: delta(old, new, &artefacts),
+    }
+}
+
+fn delta(old: &Value, new: &Value, artefacts: &Artefacts) -> BindingDelta {
+    let before = artefacts.bindings(old);
+    let after = artefacts.bindings(new);
+    let mut delta = BindingDelta {
+        added: after
+            .keys()
+            .filter(|n| !before.contains_key(*n))
+            .cloned()
+            .collect(),
+        removed: before
+            .keys()
+            .filter(|n| !after.contains_key(*n))
+            .cloned()
+            .collect(),
+        changed: after
+            .iter()
+            .filter(|(n, v)| before.get(*n).is_some_and(|b| b != *v))
+            .map(|(n, _)| n.clone())
+            .collect(),
+    };
+    // Something in the projection changed (an env mapping, a type annotation) that no single
+    // volume shows: every binding left in the template is affected.
+    if delta == BindingDelta::default() {
+        delta.changed = after.into_keys().collect();
+    }
+    delta
+}
+
+fn templates_equal(a: &Value, b: &Value, art: &Artefacts) -> bool {
+    fields_equal(a, b, &["metadata", "spec"])
+        && metadata_equal(a.get("metadata"), b.get("metadata"), art)
+        && pod_spec_equal(a.get("spec"), b.get("spec"), art)
+}
+
+fn metadata_equal(a: Option<&Value>, b: Option<&Value>, art: &Artefacts) -> bool {
+    with_objects(a, b, |a, b| {
+        fields_equal_in(a, b, &["annotations"])
+            && maps_equal(a.get("annotations"), b.get("annotations"), |k| {
+                !art.is_annotation(k)
+            })
+    })
+}
+
+fn pod_spec_equal(a: Option<&Value>, b: Option<&Value>, art: &Artefacts) -> bool {
+    with_objects(a, b, |a, b| {
+        let containers_equal = |key| {
+            lists_equal(
+                a.get(key),
+                b.get(key),
+                |_| true,
+                |x, y| container_equal(x, y, art),
+            )
+        };
+        fields_equal_in(a, b, &["volumes", "containers", "initContainers"])
+            && lists_equal(
+                a.get("volumes"),
+                b.get("volumes"),
+                |v| !art.is_volume(v),
+                Value::eq,
+            )
+            && containers_equal("containers")
+            && containers_equal("initContainers")
+    })
+}
+
+fn container_equal(a: &Value, b: &Value, art: &Artefacts) -> bool {
+    with_objects(Some(a), Some(b), |a, b| {
+        fields_equal_in(a, b, &["env", "volumeMounts"])
+            && lists_equal(a.get("env"), b.get("env"), |e| !art.is_env(e), Value::eq)
+            && lists_equal(
+                a.get("volumeMounts"),
+                b.get("volumeMounts"),
+                |m| !art.is_mount(m),
+                Value::eq,
+            )
+    })
+}
+
+/// Applies `eq` when both sides are JSON objects; otherwise compares the raw values.
+fn with_objects(
+    a: Option<&Value>,
+    b: Option<&Value>,
+    eq: impl FnOnce(&Map<String, Value>, &Map<String, Value>) -> bool,
+) -> bool {
+    match (a, b) {
+        (Some(Value::Object(a)), Some(Value::Object(b))) => eq(a, b),
+        _ => a == b,
+    }
+}
+
+fn fields_equal(a: &Value, b: &Value, special: &[&str]) -> bool {
+    with_objects(Some(a), Some(b), |a, b| fields_equal_in(a, b, special))
+}
+
+/// Every field but the `special` ones (compared by the caller) is equal as raw JSON.
+fn fields_equal_in(a: &Map<String, Value>, b: &Map<String, Value>, special: &[&str]) -> bool {
+    let plain = |k: &&String| !special.contains(&k.as_str());
+    a.iter()
+        .filter(|(k, _)| plain(k))
+        .all(|(k, v)| b.get(k) == Some(v))
+        && a.keys().filter(plain).count() == b.keys().filter(plain).count()
+}
+
+/// Lists compared on the elements `keep` selects, in order. An absent or null list is an
+/// empty one: the projector adds `volumes` to a template that had none.
+fn lists_equal(
+    a: Option<&Value>,
+    b: Option<&Value>,
+    keep: impl Fn(&Value) -> bool,
+    eq: impl Fn(&Value, &Value) -> bool,
+) -> bool {
+    if !is_list_or_nothing(a) || !is_list_or_nothing(b) {
+        return a == b;
+    }
+    let mut xs = items(a).filter(|v| keep(v));
+    let mut ys = items(b).filter(|v| keep(v));
+    loop {
+        match (xs.next(), ys.next()) {
+            (None, None) => return true,
+            (Some(x), Some(y)) if eq(x, y) => continue,
+            _ => return false,
+        }
+    }
+}
+
+/// Maps compared on the keys `keep` selects. An absent or null map is an empty one.
+fn maps_equal(a: Option<&Value>, b: Option<&Value>, keep: impl Fn(&str) -> bool) -> bool {
+    let (Some(a), Some(b)) = (map_or_nothing(a), map_or_nothing(b)) else {
+        return a == b;
+    };
+    let kept = |m: &Map<String, Value>| m.keys().filter(|k| keep(k)).count();
+    a.iter()
+        .filter(|(k, _)| keep(k))
+        .all(|(k, v)| b.get(k) == Some(v))
+        && kept(a) == kept(b)
+}
+
+fn is_list_or_nothing(v: Option<&Value>) -> bool {
+    matches!(v, None | Some(Value::Null) | Some(Value::Array(_)))
+}
+
+fn map_or_nothing(v: Option<&Value>) -> Option<&Map<String, Value>> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    match v {
+        None | Some(Value::Null) => Some(EMPTY.get_or_init(Map::new)),
+        Some(Value::Object(m)) => Some(m),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::{fixture, template_of};
+    use serde_json::json;
+
+    fn kind(old: &Value, new: &Value) -> ChangeKind {
+        classify(old, new, &ArtefactRules::default()).kind
+    }
+
+    #[test]
+    fn reference_bind_and_rebind_are_binding_only() {
+        let unbound = fixture("statefulset-0-unbound.json");
+        let bound = fixture("statefulset-1-bound-upsi.json");
+        let rebound = fixture("statefulset-2-rebound-managed.json");
+        let bind = classify(
+            template_of(&unbound),
+            template_of(&bound),
+            &ArtefactRules::default(),
+        );
+        assert_eq!(bind.kind, ChangeKind::BindingOnly);
+        assert_eq!(bind.delta.added, ["d41d8cd9-8f00-4b20-9e80-0998ecf8427e"]);
+        let rebind = classify(
+            template_of(&bound),
+            template_of(&rebound),
+            &ArtefactRules::default(),
+        );
+        assert_eq!(rebind.kind, ChangeKind::BindingOnly);
+        assert_eq!(rebind.delta.added, ["orders-db"]);
+        assert_eq!(
+            rebind.delta.removed,
+            ["d41d8cd9-8f00-4b20-9e80-0998ecf8427e"]
+        );
+    }
+
+    #[test]
+    fn equal_templates_are_no_change() {
+        let bound = fixture("statefulset-1-bound-upsi.json");
+        assert_eq!(
+            kind(template_of(&bound), template_of(&bound)),
+            ChangeKind::NoChange
+        );
+    }
+
+    #[test]
+    fn stripping_every_artefact_is_a_wipe() {
+        let bound = fixture("statefulset-1-bound-upsi.json");
+        let unbound = fixture("statefulset-0-unbound.json");
+        assert_eq!(
+            kind(template_of(&bound), template_of(&unbound)),
+            ChangeKind::Wipe
+        );
+    }
+
+    #[test]
+    fn restage_changes_are_never_binding_only() {
+        let bound = fixture("statefulset-1-bound-upsi.json");
+        let old = template_of(&bound);
+        let edits: [(&str, Value); 7] = [
+            (
+                "/spec/containers/0/image",
+                json!("registry.example.com/app@sha256:0000"),
+            ),
+            (
+                "/metadata/labels/korifi.cloudfoundry.org~1version",
+                json!("1"),
+            ),
+            (
+                "/metadata/annotations/kubectl.kubernetes.io~1restartedAt",
+                json!("2026-12-02T10:00:00Z"),
+            ),
+            ("/spec/containers/0/env/6/value", json!("2048M")),
+            ("/spec/containers/0/resources/limits/memory", json!("2Gi")),
+            ("/spec/hostUsers", json!(false)),
+            ("/spec/containers/0/futureField", json!({"x": 1})),
+        ];
+        for (path, value) in edits {
+            let mut new = old.clone();
+            crate::tests::set(&mut new, path, value);
+            assert_eq!(kind(old, &new), ChangeKind::Restage, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_non_binding_volume_or_mount_is_a_restage() {
+        let bound = fixture("statefulset-1-bound-upsi.json");
+        let old = template_of(&bound);
+        let mut new = old.clone();
+        crate::tests::push(
+            &mut new,
+            "/spec/volumes",
+            json!({"name": "cache", "emptyDir": {}}),
+        );
+        assert_eq!(kind(old, &new), ChangeKind::Restage);
+        let mut new = old.clone();
+        crate::tests::push(
+            &mut new,
+            "/spec/containers/0/volumeMounts",
+            json!({"name": "cache", "mountPath": "/cache"}),
+        );
+        assert_eq!(kind(old, &new), ChangeKind::Restage);
+    }
+
+    #[test]
+    fn reordering_app_env_is_a_restage_but_moving_artefacts_is_not() {
+        let bound = fixture("statefulset-1-bound-upsi.json");
+        let old = template_of(&bound);
+        let mut swapped = old.clone();
+        let env = swapped
+            .pointer_mut("/spec/containers/0/env")
+            .and_then(Value::as_array_mut)
+            .expect("env list");
+        env.swap(0, 1);
+        assert_eq!(kind(old, &swapped), ChangeKind::Restage);
+        let mut moved = old.clone();
+        let env = moved
+            .pointer_mut("/spec/containers/0/env")
+            .and_then(Value::as_array_mut)
+            .expect("env list");
+        let root = env.pop().expect("SERVICE_BINDING_ROOT");
+        env.insert(0, root);
+        assert_eq!(kind(old, &moved), ChangeKind::BindingOnly);
+    }
+
+    #[test]
+    fn unbinding_the_last_binding_keeps_the_root_env_and_is_not_a_wipe() {
+        let bound = fixture("statefulset-1-bound-upsi.json");
+        let mut unbound = bound.clone();
+        let t = unbound.pointer_mut("/spec/template").expect("template");
+        crate::tests::remove(t, "/spec/volumes");
+        crate::tests::remove(t, "/spec/containers/0/volumeMounts");
+        let annotations = t
+            .pointer_mut("/metadata/annotations")
+            .and_then(Value::as_object_mut)
+            .expect("annotations");
+        annotations.retain(|k, _| !k.starts_with("projector.servicebinding.io/"));
+        let change = classify(
+            template_of(&bound),
+            template_of(&unbound),
+            &ArtefactRules::default(),
+        );
+        assert_eq!(change.kind, ChangeKind::BindingOnly);
+        assert_eq!(
+            change.delta.removed,
+            ["d41d8cd9-8f00-4b20-9e80-0998ecf8427e"]
+        );
+    }
+
+    #[test]
+    fn rotated_credentials_are_a_changed_binding() {
+        let bound = fixture("statefulset-2-rebound-managed.json");
+        let mut rotated = bound.clone();
+        let t = rotated.pointer_mut("/spec/template").expect("template");
+        crate::tests::set(
+            t,
+            "/spec/volumes/0/projected/sources/0/secret/name",
+            json!("orders-db-rotated"),
+        );
+        crate::tests::set(
+            t,
+            "/metadata/annotations/projector.servicebinding.io~1secret-8e7d6c5b-4a39-4281-9f0e-1d2c3b4a5968",
+            json!("orders-db-rotated"),
+        );
+        let change = classify(
+            template_of(&bound),
+            template_of(&rotated),
+            &ArtefactRules::default(),
+        );
+        assert_eq!(change.kind, ChangeKind::BindingOnly);
+        assert_eq!(change.delta.changed, ["orders-db"]);
+        assert!(change.delta.added.is_empty() && change.delta.removed.is_empty());
+    }
+
+    #[test]
+    fn extra_prefixes_from_settings_count_as_artefacts() {
+        let old = json!({"metadata": {}, "spec": {"containers": [{"name": "app"}]}});
+        let new = json!({"metadata": {"annotations": {"bindings.acme.example/db": "x"}},
+            "spec": {"containers": [{"name": "app", "volumeMounts": [
+                {"name": "acme-db", "mountPath": "/acme/db"}]}],
+                "volumes": [{"name": "acme-db", "secret": {"secretName": "db"}}]}});
+        assert_eq!(kind(&old, &new), ChangeKind::Restage);
+        let rules = ArtefactRules {
+            extra_volume_prefixes: vec!["acme-".into()],
+            extra_annotation_prefixes: vec!["bindings.acme.example/".into()],
+        };
+        let change = classify(&old, &new, &rules);
+        assert_eq!(change.kind, ChangeKind::BindingOnly);
+        assert_eq!(change.delta.added, ["db"]);
+    }
+
+    #[test]
+    fn garbage_shapes_compare_as_raw_json() {
+        let old = json!({"spec": {"volumes": "weird", "containers": 3}});
+        let new = json!({"spec": {"volumes": "weird", "containers": 4}});
+        assert_eq!(kind(&old, &new), ChangeKind::Restage);
+        let new = json!({"spec": {"volumes": [], "containers": 3}});
+        assert_eq!(kind(&old, &new), ChangeKind::Restage);
+    }
+}

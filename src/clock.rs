@@ -1,0 +1,96 @@
+//! UTC time from the WASI clock. Everything else takes a `UtcTime` argument, so tests pass
+//! a fixed instant instead of reading the clock.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Seconds since the Unix epoch, UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct UtcTime(pub i64);
+
+const SECONDS_PER_DAY: i64 = 86_400;
+
+/// The current time. kwctl and policy-server give waPC modules a WASI context, so
+/// `SystemTime::now()` reads the host clock. A clock before 1970 reads as the epoch.
+pub fn now() -> UtcTime {
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    UtcTime(seconds)
+}
+
+impl UtcTime {
+    /// Day of the week, Monday = 0 … Sunday = 6 (1970-01-01 was a Thursday).
+    pub fn weekday(self) -> usize {
+        // rem_euclid keeps the result in 0..7, so the cast cannot truncate
+        (self.days() + 3).rem_euclid(7) as usize
+    }
+
+    /// Minutes since midnight, 0 … 1439.
+    pub fn minute_of_day(self) -> u16 {
+        (self.0.rem_euclid(SECONDS_PER_DAY) / 60) as u16
+    }
+
+    fn days(self) -> i64 {
+        self.0.div_euclid(SECONDS_PER_DAY)
+    }
+
+    /// RFC 3339 in UTC, seconds precision: `2026-12-02T16:51:06Z`.
+    pub fn rfc3339(self) -> String {
+        let (year, month, day) = civil_from_days(self.days());
+        let secs = self.0.rem_euclid(SECONDS_PER_DAY);
+        format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+            secs / 3600,
+            secs % 3600 / 60,
+            secs % 60
+        )
+    }
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_rfc3339_utc() {
+        let cases = [
+            (0, "1970-01-01T00:00:00Z"),
+            (951_782_400, "2000-02-29T00:00:00Z"),
+            (1_738_061_105, "2025-01-28T10:45:05Z"),
+            (1_796_230_266, "2026-12-02T16:51:06Z"),
+            (4_107_542_399, "2100-02-28T23:59:59Z"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(UtcTime(secs).rfc3339(), want);
+        }
+    }
+
+    #[test]
+    fn knows_the_weekday_and_minute() {
+        // 2026-12-02 is a Wednesday
+        let t = UtcTime(1_796_230_266);
+        assert_eq!(t.weekday(), 2);
+        assert_eq!(t.minute_of_day(), 16 * 60 + 51);
+        assert_eq!(UtcTime(0).weekday(), 3);
+    }
+
+    #[test]
+    fn reads_a_plausible_clock() {
+        // after 2024-01-01: the WASI clock (or the host's) is wired up
+        assert!(now().0 > 1_704_067_200);
+    }
+}

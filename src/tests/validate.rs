@@ -1,0 +1,537 @@
+//! `validate` over whole UPDATE requests built from Korifi v0.14 objects: one case per row of
+//! DESIGN.md §3 and per platform write, asserting the decision and, for every mutation, the
+//! exact set of JSON paths it changes.
+
+use kubewarden_policy_sdk::response::ValidationResponse;
+use serde_json::{json, Value};
+
+use super::projector::{project, unproject, Binding};
+use super::{changed_paths, fixture, push, set};
+use crate::clock::UtcTime;
+use crate::hold::{self, default_strategy, Hold};
+use crate::{evaluate, WARNING_LIMIT};
+
+/// Wednesday 2026-12-02T16:51:06Z.
+const NOW: UtcTime = UtcTime(1_796_230_266);
+const EARLIER: &str = "2026-12-01T09:00:00Z";
+const UPSI: &str = "d41d8cd9-8f00-4b20-9e80-0998ecf8427e";
+
+/// What a first hold changes on a StatefulSet whose strategy was RollingUpdate{partition}.
+const HOLD_PATHS: [&str; 6] = [
+    "/metadata/annotations/restage-gate.io~1held-since",
+    "/metadata/annotations/restage-gate.io~1original-update-strategy",
+    "/metadata/annotations/restage-gate.io~1pending",
+    "/metadata/labels/restage-gate.io~1held",
+    "/spec/updateStrategy/rollingUpdate",
+    "/spec/updateStrategy/type",
+];
+
+fn unbound() -> Value {
+    fixture("statefulset-0-unbound.json")
+}
+
+fn bound() -> Value {
+    fixture("statefulset-1-bound-upsi.json")
+}
+
+fn upsi() -> Binding {
+    Binding::from_service_binding(&fixture("servicebinding-user-provided.json")).expect("binding")
+}
+
+fn orders_db() -> Binding {
+    Binding::from_service_binding(&fixture("servicebinding-managed-orders-db.json"))
+        .expect("binding")
+}
+
+fn with(mut sts: Value, edit: impl FnOnce(&mut Value)) -> Value {
+    edit(&mut sts);
+    sts
+}
+
+/// A StatefulSet as restage-gate left it when it held `pending` at EARLIER.
+fn held(sts: Value, pending: &str) -> Value {
+    with(sts, |s| {
+        let hold = Hold {
+            original_strategy: default_strategy().to_string(),
+            held_since: EARLIER.into(),
+            pending: pending.into(),
+        };
+        hold::apply(s, &hold).expect("writable");
+    })
+}
+
+/// Korifi's statefulset-runner: its desired spec, labels and annotations (no projection, no
+/// markers), with the API server's default strategy.
+fn runner_write(current: &Value) -> Value {
+    with(unbound(), |s| {
+        for key in ["resourceVersion", "generation"] {
+            s["metadata"][key] = current["metadata"][key].clone();
+        }
+    })
+}
+
+/// A rolling deploy: new `version` label and annotation, new droplet image.
+fn rolling_deploy(sts: &mut Value) {
+    for at in ["/metadata", "/spec/template/metadata"] {
+        set(
+            sts,
+            &format!("{at}/labels/korifi.cloudfoundry.org~1version"),
+            json!("1"),
+        );
+        set(
+            sts,
+            &format!("{at}/annotations/korifi.cloudfoundry.org~1version"),
+            json!("1"),
+        );
+    }
+    set(
+        sts,
+        "/spec/template/spec/containers/0/image",
+        json!("registry.example.com/korifi/droplets@sha256:1111"),
+    );
+}
+
+fn restarted(sts: &mut Value) {
+    set(
+        sts,
+        "/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt",
+        json!("2026-12-02T16:50:00Z"),
+    );
+}
+
+struct Request {
+    operation: &'static str,
+    kind: &'static str,
+    sub_resource: &'static str,
+    old: Value,
+    new: Value,
+    settings: Value,
+    now: UtcTime,
+}
+
+fn update(old: Value, new: Value) -> Request {
+    Request {
+        operation: "UPDATE",
+        kind: "StatefulSet",
+        sub_resource: "",
+        old,
+        new,
+        settings: json!({}),
+        now: NOW,
+    }
+}
+
+impl Request {
+    fn settings(mut self, settings: Value) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    fn payload(&self) -> Value {
+        let meta = |key: &str| {
+            [&self.new, &self.old]
+                .iter()
+                .find_map(|o| o["metadata"][key].as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        json!({"settings": self.settings, "request": {
+            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+            "kind": {"group": "apps", "version": "v1", "kind": self.kind},
+            "resource": {"group": "apps", "version": "v1", "resource": "statefulsets"},
+            "subResource": self.sub_resource,
+            "name": meta("name"),
+            "namespace": meta("namespace"),
+            "operation": self.operation,
+            "userInfo": {"username": "system:serviceaccount:cf:korifi-controllers", "groups": ["system:serviceaccounts"]},
+            "object": self.new,
+            "oldObject": self.old,
+            "dryRun": false,
+        }})
+    }
+
+    fn run(&self) -> ValidationResponse {
+        let bytes = serde_json::to_vec(&self.payload()).expect("serialisable");
+        evaluate(&bytes, self.now)
+    }
+}
+
+#[derive(Debug)]
+enum Expect {
+    /// Accepted unchanged, nothing said.
+    Plain,
+    /// Accepted with this mutation (exact changed paths) and `decision`.
+    Mutated(&'static str, &'static [&'static str]),
+    /// Accepted unchanged, with a warning and `decision`.
+    Noted(&'static str),
+    /// Refused.
+    Rejected,
+}
+
+fn check(name: &str, request: &Request, expect: Expect) -> ValidationResponse {
+    let r = request.run();
+    let decision = r
+        .audit_annotations
+        .as_ref()
+        .and_then(|a| a.get("decision"))
+        .cloned();
+    for w in r.warnings.iter().flatten() {
+        assert!(
+            w.chars().count() <= WARNING_LIMIT,
+            "{name}: warning too long: {w}"
+        );
+    }
+    match expect {
+        Expect::Plain => {
+            assert!(r.accepted, "{name}: accepted");
+            assert!(r.mutated_object.is_none(), "{name}: not mutated");
+            assert!(
+                r.warnings.is_none() && r.audit_annotations.is_none(),
+                "{name}: silent"
+            );
+        }
+        Expect::Mutated(want, paths) => {
+            assert!(r.accepted, "{name}: accepted");
+            let mutated = r
+                .mutated_object
+                .as_ref()
+                .unwrap_or_else(|| panic!("{name}: mutated"));
+            let changed: Vec<String> = changed_paths(&request.new, mutated).into_iter().collect();
+            assert_eq!(changed, paths, "{name}: changed paths");
+            assert_eq!(decision.as_deref(), Some(want), "{name}: decision");
+            assert_eq!(
+                r.warnings.as_ref().map(Vec::len),
+                Some(1),
+                "{name}: one warning"
+            );
+        }
+        Expect::Noted(want) => {
+            assert!(r.accepted, "{name}: accepted");
+            assert!(r.mutated_object.is_none(), "{name}: not mutated");
+            assert_eq!(decision.as_deref(), Some(want), "{name}: decision");
+            assert_eq!(
+                r.warnings.as_ref().map(Vec::len),
+                Some(1),
+                "{name}: one warning"
+            );
+        }
+        Expect::Rejected => {
+            assert!(!r.accepted, "{name}: rejected");
+            assert_eq!(decision.as_deref(), Some("rejected"), "{name}: decision");
+            assert!(r.message.is_some(), "{name}: message");
+        }
+    }
+    r
+}
+
+fn annotation<'a>(sts: &'a Value, key: &str) -> Option<&'a str> {
+    sts.pointer("/metadata/annotations")?.get(key)?.as_str()
+}
+
+const WINDOW_NOW: &str =
+    r#"{"maintenanceWindows": [{"days": ["Wed"], "start": "16:00", "end": "17:00"}]}"#;
+const WINDOW_LATER: &str =
+    r#"{"maintenanceWindows": [{"days": ["Sat", "Sun"], "start": "02:00", "end": "04:00"}]}"#;
+
+fn settings(text: &str) -> Value {
+    serde_json::from_str(text).expect("settings JSON")
+}
+
+#[test]
+fn validate_follows_the_decision_table() {
+    use Expect::*;
+    let both = || with(bound(), |s| project(s, &orders_db()));
+    let in_rollout = || {
+        with(unbound(), |s| {
+            s["status"] = json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 1,
+                "currentRevision": "app-5d8f", "updateRevision": "app-7c9a"});
+            s["spec"]["replicas"] = json!(3);
+        })
+    };
+    let on_delete = |s: Value| {
+        with(s, |s| {
+            s["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
+        })
+    };
+    let cases: Vec<(&str, Request, Expect)> = vec![
+        ("first bind", update(unbound(), bound()), Mutated("held", &HOLD_PATHS)),
+        ("unbind", update(bound(), with(bound(), |s| unproject(s, &upsi().uid, true))), Mutated("held", &HOLD_PATHS)),
+        ("second bind while held", update(held(bound(), "+x"), with(held(bound(), "+x"), |s| project(s, &orders_db()))),
+            Mutated("held", &["/metadata/annotations/restage-gate.io~1pending"])),
+        ("runner patch while held", update(held(both(), "+x"), runner_write(&held(both(), "+x"))), Mutated("held", &HOLD_PATHS)),
+        ("runner patch while not held", update(bound(), runner_write(&bound())), Plain),
+        ("no change while held", update(held(bound(), "+x"), held(bound(), "+x")), Noted("held")),
+        ("scale while held", update(held(bound(), "+x"), with(held(bound(), "+x"), |s| s["spec"]["replicas"] = json!(3))), Noted("held")),
+        ("scale", update(bound(), with(bound(), |s| s["spec"]["replicas"] = json!(3))), Plain),
+        ("no change", update(bound(), bound()), Plain),
+        ("rolling deploy while held", update(held(bound(), "+x"), with(held(bound(), "+x"), rolling_deploy)), Mutated("released", &HOLD_PATHS)),
+        ("rolling deploy by the runner while held", update(held(bound(), "+x"), with(runner_write(&bound()), rolling_deploy)), Noted("released")),
+        ("rollout restart while held", update(held(bound(), "+x"), with(held(bound(), "+x"), restarted)), Mutated("released", &HOLD_PATHS)),
+        ("rollout restart", update(bound(), with(bound(), restarted)), Plain),
+        ("unknown pod-spec field", update(unbound(), with(bound(), |s| s["spec"]["template"]["spec"]["futureField"] = json!(true))), Plain),
+        ("unknown pod-spec field while held", update(held(bound(), "+x"), with(held(bound(), "+x"), |s| s["spec"]["template"]["spec"]["futureField"] = json!(true))), Mutated("released", &HOLD_PATHS)),
+        ("bind during a rollout", update(in_rollout(), with(bound(), |s| s["spec"]["replicas"] = json!(3))), Plain),
+        ("bind with the user's own OnDelete", update(on_delete(unbound()), on_delete(bound())), Plain),
+        ("bind in a maintenance window", update(unbound(), bound()).settings(settings(WINDOW_NOW)), Plain),
+        ("bind outside maintenance windows", update(unbound(), bound()).settings(settings(WINDOW_LATER)), Mutated("held", &HOLD_PATHS)),
+        ("no change while held in a window", update(held(bound(), "+x"), held(bound(), "+x")).settings(settings(WINDOW_NOW)), Mutated("released", &HOLD_PATHS)),
+        ("wipe while held in a window", update(held(bound(), "+x"), runner_write(&bound())).settings(settings(WINDOW_NOW)), Noted("released")),
+        ("reject mode bind", update(unbound(), bound()).settings(json!({"mode": "reject"})), Rejected),
+        ("reject mode bind in a window", update(unbound(), bound()).settings(json!({"mode": "reject", "maintenanceWindows": [{"days": ["Wed"], "start": "16:00", "end": "17:00"}]})), Plain),
+        ("reject mode restage", update(bound(), with(bound(), rolling_deploy)).settings(json!({"mode": "reject"})), Plain),
+        ("reject mode runner wipe", update(bound(), runner_write(&bound())).settings(json!({"mode": "reject"})), Plain),
+        ("reject mode scale", update(bound(), with(bound(), |s| s["spec"]["replicas"] = json!(2))).settings(json!({"mode": "reject"})), Plain),
+        ("status subresource", Request { sub_resource: "status", ..update(unbound(), bound()) }, Plain),
+        ("scale subresource", Request { sub_resource: "scale", ..update(unbound(), bound()) }, Plain),
+        ("create", Request { operation: "CREATE", ..update(Value::Null, bound()) }, Plain),
+        ("delete", Request { operation: "DELETE", ..update(bound(), Value::Null) }, Plain),
+        ("connect", Request { operation: "CONNECT", ..update(bound(), bound()) }, Plain),
+        ("another kind", Request { kind: "Deployment", ..update(unbound(), bound()) }, Plain),
+        ("object being deleted", update(unbound(), with(bound(), |s| s["metadata"]["deletionTimestamp"] = json!("2026-12-02T16:50:00Z"))), Plain),
+        ("malformed object", update(unbound(), json!("garbage")), Noted("unreadable")),
+        ("template not an object", update(unbound(), with(bound(), |s| s["spec"]["template"] = json!([1]))), Noted("unreadable")),
+        ("labels not an object", update(unbound(), with(bound(), |s| s["metadata"]["labels"] = json!("x"))), Noted("unreadable")),
+        ("invalid settings", update(unbound(), bound()).settings(json!({"mode": "later"})), Noted("unreadable")),
+    ];
+    for (name, request, expect) in cases {
+        check(name, &request, expect);
+    }
+}
+
+#[test]
+fn first_bind_is_held_with_every_marker() {
+    let request = update(unbound(), bound());
+    let r = check("first bind", &request, Expect::Mutated("held", &HOLD_PATHS));
+    let sts = r.mutated_object.expect("mutated");
+    assert_eq!(sts["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
+    assert_eq!(sts["metadata"]["labels"]["restage-gate.io/held"], "true");
+    let original: Value = serde_json::from_str(
+        annotation(&sts, hold::ORIGINAL_STRATEGY_ANNOTATION).expect("original strategy"),
+    )
+    .expect("JSON");
+    assert_eq!(original, bound()["spec"]["updateStrategy"]);
+    assert_eq!(
+        annotation(&sts, hold::HELD_SINCE_ANNOTATION),
+        Some("2026-12-02T16:51:06Z")
+    );
+    assert_eq!(
+        annotation(&sts, hold::PENDING_ANNOTATION),
+        Some(&*format!("+{UPSI}"))
+    );
+    assert_eq!(
+        sts["spec"]["template"],
+        bound()["spec"]["template"],
+        "template let through"
+    );
+    let audit = r.audit_annotations.expect("audit");
+    assert_eq!(audit["pending"], format!("+{UPSI}"));
+}
+
+#[test]
+fn unbind_is_held_and_the_removed_volume_is_not_kept() {
+    let unbind = with(bound(), |s| unproject(s, &upsi().uid, true));
+    let r = update(bound(), unbind.clone()).run();
+    let sts = r.mutated_object.expect("mutated");
+    assert_eq!(
+        annotation(&sts, hold::PENDING_ANNOTATION),
+        Some(&*format!("-{UPSI}"))
+    );
+    assert_eq!(sts["spec"]["template"], unbind["spec"]["template"]);
+    assert!(
+        sts.pointer("/spec/template/spec/volumes").is_none(),
+        "no volume mounts the deleted secret"
+    );
+    let env = sts["spec"]["template"]["spec"]["containers"][0]["env"].to_string();
+    assert!(
+        env.contains("SERVICE_BINDING_ROOT"),
+        "unbinding never removes the root"
+    );
+}
+
+#[test]
+fn second_bind_while_held_refreshes_pending_and_keeps_the_rest() {
+    let old = held(bound(), &format!("+{UPSI}"));
+    let r = update(old.clone(), with(old.clone(), |s| project(s, &orders_db()))).run();
+    let sts = r.mutated_object.expect("mutated");
+    assert_eq!(
+        annotation(&sts, hold::PENDING_ANNOTATION),
+        Some(&*format!("+{UPSI} +orders-db"))
+    );
+    assert_eq!(annotation(&sts, hold::HELD_SINCE_ANNOTATION), Some(EARLIER));
+    assert_eq!(
+        annotation(&sts, hold::ORIGINAL_STRATEGY_ANNOTATION),
+        annotation(&old, hold::ORIGINAL_STRATEGY_ANNOTATION)
+    );
+}
+
+#[test]
+fn runner_patch_while_held_reapplies_the_old_markers_unchanged() {
+    let old = held(bound(), &format!("+{UPSI}"));
+    let r = update(old.clone(), runner_write(&old)).run();
+    let sts = r.mutated_object.expect("mutated");
+    assert_eq!(sts["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
+    assert_eq!(
+        sts["metadata"]["labels"], old["metadata"]["labels"],
+        "label re-applied"
+    );
+    for key in [
+        hold::ORIGINAL_STRATEGY_ANNOTATION,
+        hold::HELD_SINCE_ANNOTATION,
+        hold::PENDING_ANNOTATION,
+    ] {
+        assert_eq!(annotation(&sts, key), annotation(&old, key), "{key}");
+    }
+}
+
+#[test]
+fn strategy_changed_by_a_request_while_held_is_the_one_restored() {
+    let custom =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2, "partition": 0}});
+    let old = held(bound(), "+x");
+    let request = with(old.clone(), |s| {
+        s["spec"]["updateStrategy"] = custom.clone()
+    });
+    let kept = update(old.clone(), request)
+        .run()
+        .mutated_object
+        .expect("mutated");
+    assert_eq!(kept["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
+    let remembered = annotation(&kept, hold::ORIGINAL_STRATEGY_ANNOTATION).expect("annotation");
+    assert_eq!(
+        serde_json::from_str::<Value>(remembered).expect("JSON"),
+        custom
+    );
+
+    let released = update(kept.clone(), with(kept, restarted)).run();
+    let sts = released.mutated_object.expect("mutated");
+    assert_eq!(sts["spec"]["updateStrategy"], custom);
+}
+
+#[test]
+fn release_restores_the_original_strategy_and_removes_the_markers() {
+    let original = json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}});
+    let r = update(unbound(), bound()).run();
+    let old = r.mutated_object.expect("held");
+    let deploy = with(old.clone(), rolling_deploy);
+    let r = update(old, deploy.clone()).run();
+    let sts = r.mutated_object.expect("released");
+    assert_eq!(sts["spec"]["updateStrategy"], original);
+    assert!(!hold::is_held(&sts));
+    let markers = hold::markers(&sts);
+    assert!(
+        markers.original_strategy.is_none()
+            && markers.held_since.is_none()
+            && markers.pending.is_none()
+    );
+    let audit = r.audit_annotations.expect("audit");
+    assert_eq!(audit["released"], format!("+{UPSI}"));
+    assert_eq!(sts["spec"]["template"], deploy["spec"]["template"]);
+}
+
+#[test]
+fn projection_with_type_provider_and_env_mappings_is_held() {
+    let mut binding = orders_db();
+    binding.type_ = Some("postgresql".into());
+    binding.provider = Some("bitnami".into());
+    binding.env = vec![
+        ("DATABASE_URL".into(), "uri".into()),
+        ("DB_KIND".into(), "type".into()),
+    ];
+    let new = with(unbound(), |s| project(s, &binding));
+    let env = new["spec"]["template"]["spec"]["containers"][0]["env"].to_string();
+    assert!(env.contains("DATABASE_URL") && env.contains("projector.servicebinding.io/type-"));
+    let r = check(
+        "mapped projection",
+        &update(unbound(), new),
+        Expect::Mutated("held", &HOLD_PATHS),
+    );
+    let sts = r.mutated_object.expect("mutated");
+    assert_eq!(
+        annotation(&sts, hold::PENDING_ANNOTATION),
+        Some("+orders-db")
+    );
+}
+
+#[test]
+fn legacy_vmware_projection_is_held() {
+    let volume = "binding-5f1e2a8b3d4f709e213a4b5c6d7e8f0a1b2c3d4e";
+    let new = with(unbound(), |s| {
+        let t = &mut s["spec"]["template"];
+        set(
+            t,
+            "/metadata/annotations/internal.bindings.labs.vmware.com~1projection-5f1e2a8b",
+            json!("legacy-db"),
+        );
+        push(
+            t,
+            "/spec/volumes",
+            json!({"name": volume, "secret": {"secretName": "legacy-db-secret"}}),
+        );
+        push(
+            t,
+            "/spec/containers/0/volumeMounts",
+            json!({"name": volume, "mountPath": "/bindings/legacy-db", "readOnly": true}),
+        );
+        push(
+            t,
+            "/spec/containers/0/env",
+            json!({"name": "SERVICE_BINDING_ROOT", "value": "/bindings"}),
+        );
+    });
+    let r = check(
+        "legacy projection",
+        &update(unbound(), new),
+        Expect::Mutated("held", &HOLD_PATHS),
+    );
+    let sts = r.mutated_object.expect("mutated");
+    assert_eq!(
+        annotation(&sts, hold::PENDING_ANNOTATION),
+        Some("+legacy-db")
+    );
+}
+
+#[test]
+fn reject_mode_names_the_workload_the_binding_and_the_ways_out() {
+    let request = update(unbound(), bound()).settings(json!({"mode": "reject",
+        "maintenanceWindows": [{"days": ["Sat", "Sun"], "start": "02:00", "end": "04:00"}]}));
+    let r = check("reject", &request, Expect::Rejected);
+    assert_eq!(
+        r.message.as_deref(),
+        Some(concat!(
+            "restage-gate refused an update of StatefulSet 5c6f1e2a-8b3d-4f70-9e21-3a4b5c6d7e8f/",
+            "0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a-5c6-cf46a6bfb1 (Cloud Foundry app guid ",
+            "0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a): its only pod-template change is service binding ",
+            "+d41d8cd9-8f00-4b20-9e80-0998ecf8427e, which would restart every pod (mode: reject). ",
+            "To apply it now, restart or restage the app (cf restart / cf restage), or run ",
+            "`kubectl rollout restart statefulset/0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a-5c6-cf46a6bfb1 ",
+            "-n 5c6f1e2a-8b3d-4f70-9e21-3a4b5c6d7e8f`, or wait for a maintenance window ",
+            "(Sat,Sun 02:00-04:00 UTC)."
+        ))
+    );
+}
+
+#[test]
+fn projector_model_reproduces_the_reference_objects() {
+    let projected = with(unbound(), |s| project(s, &upsi()));
+    assert_eq!(projected["spec"], bound()["spec"]);
+    let rebound = with(bound(), |s| {
+        unproject(s, &upsi().uid, true);
+        project(s, &orders_db());
+    });
+    let reference = fixture("statefulset-2-rebound-managed.json");
+    assert_eq!(rebound["spec"], reference["spec"]);
+    assert_eq!(
+        rebound["metadata"]["annotations"],
+        reference["metadata"]["annotations"]
+    );
+}
+
+#[test]
+fn unreadable_payloads_are_accepted_with_a_warning() {
+    for payload in [&b"not json"[..], b"{}", b"[]", br#"{"request": 3}"#] {
+        let r = evaluate(payload, NOW);
+        assert!(r.accepted);
+        assert!(r.mutated_object.is_none());
+        assert_eq!(r.warnings.map(|w| w.len()), Some(1));
+    }
+}
