@@ -97,12 +97,12 @@ fn respond(decision: Decision, mut object: Value) -> ValidationResponse {
             Ok(changed) => {
                 let warning = if first {
                     format!(
-                        "restage-gate: rollout held; binding change {} applies at the next restart or restage",
+                        "restage-gate: rollout held; {} applies at the next restart or restage",
                         hold.pending
                     )
                 } else {
                     format!(
-                        "restage-gate: rollout held since {}; pending {} applies at the next restart or restage",
+                        "restage-gate: rollout held since {}; pending: {}",
                         hold.held_since, hold.pending
                     )
                 };
@@ -123,7 +123,7 @@ fn respond(decision: Decision, mut object: Value) -> ValidationResponse {
             Err(Unwritable(why)) => unreadable(&why),
             Ok(changed) => {
                 let warning = format!(
-                    "restage-gate: rollout released ({because}); held changes {released} roll out now"
+                    "restage-gate: rollout released ({because}); now rolling out: {released}"
                 );
                 let audit = [
                     ("decision", "released"),
@@ -139,9 +139,7 @@ fn respond(decision: Decision, mut object: Value) -> ValidationResponse {
             }
         },
         Decision::Reject { message, bindings } => {
-            let warning = format!(
-                "restage-gate: binding change {bindings} refused outside maintenance windows"
-            );
+            let warning = format!("restage-gate: refused binding change {bindings}");
             let audit = [("decision", "rejected"), ("bindings", bindings.as_str())];
             response(false, Some(message), None, Some((&audit, warning)))
         }

@@ -88,12 +88,9 @@ pub fn decide(request: &Admission, settings: &Settings, now: UtcTime) -> Decisio
         Mode::Reject => Decision::Accept,
         Mode::Defer if is_held(old) => {
             if let Some(window) = window {
-                release(request, format!("maintenance window {window} is open"))
+                release(request, format!("maintenance window {window}"))
             } else if change.kind == ChangeKind::Restage {
-                release(
-                    request,
-                    "the pod template changes for a restart or restage".into(),
-                )
+                release(request, "restart or restage".into())
             } else {
                 keep_hold(request, change.kind, &change.delta, now)
             }

@@ -100,10 +100,12 @@ fn windows(value: Option<&Value>) -> Result<Vec<Window>, String> {
     let list = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(list)) => list,
-        Some(other) => return Err(format!(
+        Some(other) => {
+            return Err(format!(
             "settings.maintenanceWindows: {} is not a list; give a list of {{days, start, end}}",
             show(other)
-        )),
+        ))
+        }
     };
     list.iter()
         .enumerate()
@@ -121,9 +123,11 @@ fn window(value: &Value, path: &str) -> Result<Window, String> {
     refuse_unknown(fields, &WINDOW_FIELDS, &format!("{path}."), "a window has")?;
     let days = match fields.get("days") {
         Some(Value::Array(days)) if !days.is_empty() => days,
-        Some(Value::Array(_)) => return Err(format!(
+        Some(Value::Array(_)) => {
+            return Err(format!(
             "{path}.days: [] names no day; list at least one of Mon, Tue, Wed, Thu, Fri, Sat, Sun"
-        )),
+        ))
+        }
         None => {
             return Err(format!(
                 "{path}.days: missing; list the days of the window, e.g. [Sat, Sun]"

@@ -1,0 +1,74 @@
+# restage-gate. `make demo` and `make test` set up what they need (the wasm32-wasip1 Rust target);
+# targets that use kwctl or bats say so when those are missing.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+TARGET      := wasm32-wasip1
+CARGO       ?= cargo
+KWCTL       ?= kwctl
+WASM        := target/$(TARGET)/release/restage_gate.wasm
+SOURCES     := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
+RUN         := $(CARGO) run --locked --quiet -p restage-gate-e2e --bin restage-gate-run --
+# The e2e suites evaluate this module.
+export RESTAGE_GATE_WASM := $(CURDIR)/policy.wasm
+
+.PHONY: all demo test unit-tests module-tests e2e-tests fmt fmt-check lint clean wasm-target
+
+all: policy.wasm
+
+wasm-target:
+	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install a Rust toolchain (https://rustup.rs)"; exit 1; }
+	@if ! rustc --print target-libdir --target $(TARGET) >/dev/null 2>&1 || \
+	    [ ! -d "$$(rustc --print target-libdir --target $(TARGET))" ]; then \
+	  command -v rustup >/dev/null || { echo "the $(TARGET) target is missing and rustup is not installed: add the $(TARGET) standard library to your toolchain"; exit 1; }; \
+	  rustup target add $(TARGET); \
+	fi
+
+policy.wasm: $(SOURCES) | wasm-target
+	$(CARGO) build --locked --release --target $(TARGET) -p restage-gate
+	cp $(WASM) policy.wasm
+
+annotated-policy.wasm: policy.wasm metadata.yml README.md
+	@command -v $(KWCTL) >/dev/null || { echo "kwctl not found: install kwctl (https://github.com/kubewarden/kwctl) to annotate the module"; exit 1; }
+	$(KWCTL) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
+
+demo: policy.wasm
+	@echo "== defer mode (default): one app through bind, second bind, runner patch, rolling deploy, scale"
+	@$(RUN) --summary policy.wasm e2e-tests/requests/*.json
+	@echo
+	@echo "== reject mode: the first bind again"
+	@$(RUN) --summary --settings-json '{"mode":"reject"}' policy.wasm e2e-tests/requests/01-bind.json
+
+test: fmt-check lint policy.wasm
+	$(CARGO) test --locked --workspace --all-targets 2>&1 | tee target/test.log
+	@$(MAKE) --no-print-directory e2e-tests
+	@awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
+
+fmt:
+	$(CARGO) fmt --all
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+lint: | wasm-target
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --locked --target $(TARGET) -p restage-gate -- -D warnings
+
+# The same decisions through kwctl, for users who have it (bats + kwctl).
+e2e-tests: annotated-policy-if-kwctl
+	@if ! command -v $(KWCTL) >/dev/null; then \
+	  echo "e2e-tests/*.bats: SKIPPED, kwctl is not installed (the Rust e2e suites above ran the module)"; \
+	elif ! command -v bats >/dev/null; then \
+	  echo "e2e-tests/*.bats: SKIPPED, bats is not installed (apt-get install bats)"; \
+	else \
+	  bats e2e-tests/*.bats; \
+	fi
+
+.PHONY: annotated-policy-if-kwctl
+annotated-policy-if-kwctl:
+	@if command -v $(KWCTL) >/dev/null; then $(MAKE) --no-print-directory annotated-policy.wasm; fi
+
+clean:
+	$(CARGO) clean
+	rm -f policy.wasm annotated-policy.wasm
