@@ -56,11 +56,11 @@ lint: | wasm-target
 	$(CARGO) clippy --locked --target $(TARGET) -p restage-gate -- -D warnings
 
 # The same decisions through kwctl, for users who have it (bats + kwctl).
-e2e-tests: annotated-policy-if-kwctl
+e2e-tests: policy.wasm annotated-policy-if-kwctl
 	@if ! command -v $(KWCTL) >/dev/null; then \
 	  echo "e2e-tests/*.bats: SKIPPED, kwctl is not installed (the Rust e2e suites above ran the module)"; \
-	elif ! command -v bats >/dev/null; then \
-	  echo "e2e-tests/*.bats: SKIPPED, bats is not installed (apt-get install bats)"; \
+	elif ! command -v bats >/dev/null || ! command -v jq >/dev/null; then \
+	  echo "e2e-tests/*.bats: SKIPPED, bats and jq are needed (apt-get install bats jq)"; \
 	else \
 	  bats e2e-tests/*.bats; \
 	fi

@@ -82,3 +82,18 @@ impl Module {
             .map_err(|e| format!("{function} answered something that is not JSON: {e}"))
     }
 }
+
+/// The module the suites evaluate: `$RESTAGE_GATE_WASM`, or `policy.wasm` at the top of the
+/// repository (`make policy.wasm` builds it). Compiled once per test binary.
+pub fn policy_under_test() -> &'static Module {
+    static MODULE: std::sync::OnceLock<Module> = std::sync::OnceLock::new();
+    MODULE.get_or_init(|| {
+        let path = std::env::var_os("RESTAGE_GATE_WASM").map_or_else(
+            || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policy.wasm"),
+            std::path::PathBuf::from,
+        );
+        Module::load(&path).unwrap_or_else(|e| {
+            panic!("cannot load the policy under test ({e}); build it with `make policy.wasm`")
+        })
+    })
+}

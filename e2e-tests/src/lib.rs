@@ -3,6 +3,7 @@
 //! kwctl and policy-server turn them into AdmissionResponses.
 
 pub mod admission;
+pub mod cluster;
 pub mod demo;
 pub mod host;
 pub mod korifi;
