@@ -10,10 +10,15 @@ KWCTL       ?= kwctl
 WASM        := target/$(TARGET)/release/restage_gate.wasm
 SOURCES     := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 RUN         := $(CARGO) run --locked --quiet -p restage-gate-e2e --bin restage-gate-run --
+RELEASE     := $(CARGO) run --locked --quiet -p restage-gate-e2e --bin restage-gate-release --
+VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+# make push REGISTRY=host:port/path pushes $(REGISTRY)/restage-gate:v$(VERSION)
+REGISTRY    ?=
+IMAGE        = $(REGISTRY)/restage-gate:v$(VERSION)
 # The e2e suites evaluate this module.
 export RESTAGE_GATE_WASM := $(CURDIR)/policy.wasm
 
-.PHONY: all demo test unit-tests module-tests e2e-tests fmt fmt-check lint clean wasm-target
+.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull
 
 all: policy.wasm
 
@@ -29,9 +34,26 @@ policy.wasm: $(SOURCES) | wasm-target
 	$(CARGO) build --locked --release --target $(TARGET) -p restage-gate
 	cp $(WASM) policy.wasm
 
+# kwctl when it is installed, the project's own annotator (same custom section) otherwise
 annotated-policy.wasm: policy.wasm metadata.yml README.md
-	@command -v $(KWCTL) >/dev/null || { echo "kwctl not found: install kwctl (https://github.com/kubewarden/kwctl) to annotate the module"; exit 1; }
-	$(KWCTL) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
+	@if command -v $(KWCTL) >/dev/null; then \
+	  $(KWCTL) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm; \
+	else \
+	  $(RELEASE) annotate policy.wasm metadata.yml README.md annotated-policy.wasm; \
+	fi
+
+push: annotated-policy.wasm
+	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=host:port/path (pushes REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
+	$(RELEASE) check-versions
+	$(RELEASE) push annotated-policy.wasm $(IMAGE)
+
+pull:
+	@test -n "$(REGISTRY)" || { echo "usage: make pull REGISTRY=host:port/path (pulls REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
+	$(RELEASE) pull $(IMAGE) pulled-policy.wasm
+
+artifacthub-pkg.yml: metadata.yml README.md Cargo.toml
+	$(RELEASE) artifacthub metadata.yml artifacthub-pkg.yml > artifacthub-pkg.yml.new
+	mv artifacthub-pkg.yml.new artifacthub-pkg.yml
 
 demo: policy.wasm
 	@echo "== defer mode (default): one app through bind, second bind, runner patch, rolling deploy, scale"
@@ -41,6 +63,7 @@ demo: policy.wasm
 	@$(RUN) --summary --settings-json '{"mode":"reject"}' policy.wasm e2e-tests/requests/01-bind.json
 
 test: fmt-check lint policy.wasm
+	@command -v docker-registry >/dev/null || echo "registry round trip: SKIPPED, docker-registry is not installed (apt-get install docker-registry)"
 	$(CARGO) test --locked --workspace --all-targets 2>&1 | tee target/test.log
 	@$(MAKE) --no-print-directory e2e-tests
 	@awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
@@ -71,4 +94,4 @@ annotated-policy-if-kwctl:
 
 clean:
 	$(CARGO) clean
-	rm -f policy.wasm annotated-policy.wasm
+	rm -f policy.wasm annotated-policy.wasm pulled-policy.wasm

@@ -7,4 +7,7 @@ pub mod cluster;
 pub mod demo;
 pub mod host;
 pub mod korifi;
+pub mod metadata;
+pub mod oci;
 pub mod projector;
+pub mod versions;

@@ -1,0 +1,88 @@
+//! `restage-gate-release`: the release path without kwctl, producing what kwctl produces.
+//!
+//!     restage-gate-release annotate MODULE.wasm METADATA.yml README.md OUT.wasm
+//!     restage-gate-release push ANNOTATED.wasm REGISTRY/REPOSITORY:TAG [--allow-http]
+//!     restage-gate-release pull REGISTRY/REPOSITORY(:TAG|@DIGEST) OUT.wasm [--allow-http]
+//!     restage-gate-release artifacthub METADATA.yml [EXISTING-artifacthub-pkg.yml]
+//!     restage-gate-release check-versions [PROJECT-DIR]
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use restage_gate_e2e::host::Module;
+use restage_gate_e2e::oci::{self, Transport};
+use restage_gate_e2e::{metadata, versions};
+
+fn read(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
+}
+
+fn read_bytes(path: &str) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("{path}: {e}"))
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let transport = if args.iter().any(|a| a == "--allow-http") {
+        Transport::AllowHttp
+    } else {
+        Transport::HttpsExceptLoopback
+    };
+    let args: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| *a != "--allow-http")
+        .collect();
+    match args.as_slice() {
+        ["annotate", module, meta, readme, out] => {
+            let bytes = read_bytes(module)?;
+            let protocol = Module::from_bytes(&bytes)?.protocol_version()?;
+            let protocol = protocol.as_str().ok_or("protocol_version did not answer a string")?;
+            let m = metadata::annotated(&metadata::read_yaml(&read(meta)?)?, protocol, &read(readme)?)?;
+            oci::write_atomically(Path::new(out), &metadata::embed(&bytes, &m)?)?;
+            println!("{out}: annotated with {meta} (protocol {protocol})");
+            Ok(())
+        }
+        ["push", module, reference] => {
+            let pushed = oci::push(&read_bytes(module)?, reference, transport)?;
+            println!("{pushed}");
+            Ok(())
+        }
+        ["pull", reference, out] => {
+            let pulled = oci::pull(reference, transport)?;
+            oci::write_atomically(Path::new(out), &pulled.module)?;
+            println!("{out}: pulled {reference} ({})", pulled.digest);
+            Ok(())
+        }
+        ["artifacthub", meta, rest @ ..] => {
+            let m = metadata::read_yaml(&read(meta)?)?;
+            let version = m["annotations"][metadata::VERSION].as_str().unwrap_or_default().to_string();
+            let created = rest
+                .first()
+                .and_then(|existing| std::fs::read_to_string(existing).ok())
+                .and_then(|text| versions::existing_created_at(&text, &version))
+                .unwrap_or_else(|| restage_gate::clock::now().rfc3339());
+            print!("{}", versions::artifacthub_pkg(&m, &created)?);
+            Ok(())
+        }
+        ["check-versions", rest @ ..] => {
+            let root = rest.first().map_or_else(|| PathBuf::from("."), PathBuf::from);
+            let problems = versions::disagreements(&root);
+            if problems.is_empty() {
+                return Ok(());
+            }
+            Err(format!("versions disagree with Cargo.toml:\n  {}", problems.join("\n  ")))
+        }
+        _ => Err("usage: restage-gate-release annotate|push|pull|artifacthub|check-versions … (see the source header)".into()),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("restage-gate-release: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

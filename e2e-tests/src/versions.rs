@@ -1,0 +1,273 @@
+//! One version: Cargo.toml's. metadata.yml, artifacthub-pkg.yml and policy.yaml's module tags
+//! must agree with it; `artifacthub-pkg.yml` is generated from metadata.yml and the README.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::metadata;
+
+/// The `version` of the `[package]` table of a Cargo.toml.
+pub fn cargo_version(cargo_toml: &str) -> Option<String> {
+    let package = cargo_toml.split("\n[").next()?;
+    package.lines().find_map(|l| {
+        let value = l
+            .strip_prefix("version")?
+            .trim_start()
+            .strip_prefix('=')?
+            .trim();
+        Some(value.trim_matches('"').to_string())
+    })
+}
+
+/// Every place whose version disagrees with Cargo.toml's, as "file: what is wrong".
+pub fn disagreements(root: &Path) -> Vec<String> {
+    let read =
+        |name: &str| std::fs::read_to_string(root.join(name)).map_err(|e| format!("{name}: {e}"));
+    let mut out = Vec::new();
+    let cargo = match read("Cargo.toml").map(|t| cargo_version(&t)) {
+        Ok(Some(v)) => v,
+        Ok(None) => return vec!["Cargo.toml: no [package] version".into()],
+        Err(e) => return vec![e],
+    };
+    let tag = format!("v{cargo}");
+    match read("metadata.yml").and_then(|t| metadata::read_yaml(&t)) {
+        Ok(m) => {
+            let v = m["annotations"][metadata::VERSION]
+                .as_str()
+                .unwrap_or_default();
+            if v != cargo {
+                out.push(format!("metadata.yml: io.kubewarden.policy.version is {v:?}, Cargo.toml says {cargo:?}"));
+            }
+        }
+        Err(e) => out.push(e),
+    }
+    match read("artifacthub-pkg.yml").and_then(|t| {
+        serde_yaml::from_str::<Value>(&t).map_err(|e| format!("artifacthub-pkg.yml: {e}"))
+    }) {
+        Ok(pkg) => {
+            if pkg["version"].as_str() != Some(cargo.as_str()) {
+                out.push(format!(
+                    "artifacthub-pkg.yml: version is {}, Cargo.toml says {cargo:?}",
+                    pkg["version"]
+                ));
+            }
+            let images = pkg["containersImages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for image in images.iter().filter_map(|i| i["image"].as_str()) {
+                if !image.ends_with(&format!(":{tag}")) {
+                    out.push(format!(
+                        "artifacthub-pkg.yml: image {image} is not tagged {tag}"
+                    ));
+                }
+            }
+        }
+        Err(e) => out.push(e),
+    }
+    match read("policy.yaml") {
+        Ok(text) => {
+            for line in text
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("module:"))
+            {
+                if !line.ends_with(&format!(":{tag}")) {
+                    out.push(format!("policy.yaml: {line} is not tagged {tag}"));
+                }
+            }
+        }
+        Err(e) => out.push(e),
+    }
+    out
+}
+
+/// `artifacthub-pkg.yml` with the fields `kwctl scaffold artifacthub` writes, from metadata.yml
+/// (and the README's first paragraph when the description is missing). `created_at` keeps a
+/// release's date stable across regenerations.
+pub fn artifacthub_pkg(metadata: &Value, created_at: &str) -> Result<String, String> {
+    let a = |key: &str| {
+        metadata["annotations"][key]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let version = a(metadata::VERSION);
+    let oci = format!("{}:v{version}", a("io.kubewarden.policy.ociUrl"));
+    let url = a("io.kubewarden.policy.url");
+    let (author, email) = match a("io.kubewarden.policy.author").split_once('<') {
+        Some((name, rest)) => (
+            name.trim().to_string(),
+            rest.trim_end_matches('>').trim().to_string(),
+        ),
+        None => (a("io.kubewarden.policy.author"), String::new()),
+    };
+    let keywords: String = a("io.artifacthub.keywords")
+        .split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(|k| format!("- {k}\n"))
+        .collect();
+    let rules = rules_yaml(&metadata["rules"]);
+    let maintainer_email = if email.is_empty() {
+        String::new()
+    } else {
+        format!("\n  email: {email}")
+    };
+    Ok(format!(
+        r#"# Kubewarden Artifacthub Package config
+#
+# Use this config to submit the policy to https://artifacthub.io.
+#
+# This config can be saved to its default location with:
+#   kwctl scaffold artifacthub > artifacthub-pkg.yml 
+version: {version}
+name: {name}
+displayName: {display}
+createdAt: {created_at}
+description: {description}
+license: {license}
+homeURL: {url}
+containersImages:
+- name: policy
+  image: {oci}
+keywords:
+{keywords}links:
+- name: policy
+  url: {url}/releases/download/v{version}/policy.wasm
+- name: source
+  url: {source}
+install: |
+  The policy can be obtained using [`kwctl`](https://github.com/kubewarden/kwctl):
+  ```console
+  kwctl pull {oci}
+  ```
+  Then, generate the policy manifest and tune it to your liking. For example:
+  ```console
+  kwctl scaffold manifest -t ClusterAdmissionPolicy registry://{oci}
+  ```
+maintainers:
+- name: {author}{maintainer_email}
+provider:
+  name: kubewarden
+recommendations:
+- url: https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller
+annotations:
+  kubewarden/mutation: '{mutating}'
+  kubewarden/resources: {resources}
+  kubewarden/rules: |
+{rules}"#,
+        name = a(metadata::TITLE),
+        display = a("io.artifacthub.displayName"),
+        description = a("io.kubewarden.policy.description"),
+        license = a("io.kubewarden.policy.license"),
+        source = a(metadata::SOURCE),
+        mutating = metadata["mutating"].as_bool().unwrap_or(false),
+        resources = a("io.artifacthub.resources"),
+    ))
+}
+
+/// Rules as kwctl writes them: the fields in the order of a Kubernetes RuleWithOperations.
+fn rules_yaml(rules: &Value) -> String {
+    let mut out = String::new();
+    for rule in rules.as_array().into_iter().flatten() {
+        let mut first = true;
+        for field in ["apiGroups", "apiVersions", "resources", "operations"] {
+            out.push_str(if first { "    - " } else { "      " });
+            first = false;
+            out.push_str(&format!("{field}:\n"));
+            for v in rule[field].as_array().into_iter().flatten() {
+                let v = v.as_str().unwrap_or_default();
+                let v = if v.is_empty() || v == "*" {
+                    format!("'{v}'")
+                } else {
+                    v.to_string()
+                };
+                out.push_str(&format!("      - {v}\n"));
+            }
+        }
+    }
+    out
+}
+
+/// The `createdAt` of an existing artifacthub-pkg.yml, when it is for the same version.
+pub fn existing_created_at(existing: &str, version: &str) -> Option<String> {
+    let pkg: Value = serde_yaml::from_str(existing).ok()?;
+    if pkg["version"].as_str() != Some(version) {
+        return None;
+    }
+    pkg["createdAt"].as_str().map(str::to_string).or_else(|| {
+        existing
+            .lines()
+            .find_map(|l| l.strip_prefix("createdAt: ").map(str::to_string))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn root() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    }
+
+    #[test]
+    fn every_file_carries_the_cargo_version() {
+        let problems = disagreements(&root());
+        assert!(
+            problems.is_empty(),
+            "versions disagree:\n{}",
+            problems.join("\n")
+        );
+    }
+
+    #[test]
+    fn a_disagreeing_file_is_named() {
+        let dir =
+            std::env::temp_dir().join(format!("restage-gate-versions-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        for name in [
+            "Cargo.toml",
+            "metadata.yml",
+            "artifacthub-pkg.yml",
+            "policy.yaml",
+        ] {
+            let text = std::fs::read_to_string(root().join(name)).expect("project file");
+            let text = if name == "policy.yaml" {
+                text.replacen(":v0.", ":v9.", 1)
+            } else {
+                text
+            };
+            std::fs::write(dir.join(name), text).expect("write");
+        }
+        let problems = disagreements(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("policy.yaml: module: registry://"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn artifacthub_pkg_is_generated_from_metadata() {
+        let existing = std::fs::read_to_string(root().join("artifacthub-pkg.yml"))
+            .expect("artifacthub-pkg.yml");
+        let meta = metadata::read_yaml(
+            &std::fs::read_to_string(root().join("metadata.yml")).expect("metadata.yml"),
+        )
+        .expect("YAML");
+        let version = meta["annotations"][metadata::VERSION]
+            .as_str()
+            .expect("version")
+            .to_string();
+        let created = existing_created_at(&existing, &version).expect("createdAt");
+        let generated = artifacthub_pkg(&meta, &created).expect("generated");
+        assert!(
+            generated == existing,
+            "artifacthub-pkg.yml is stale: run `make artifacthub-pkg.yml`\n{generated}"
+        );
+    }
+}

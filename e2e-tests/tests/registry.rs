@@ -1,0 +1,256 @@
+//! The release path against a real registry on 127.0.0.1 (Debian's `docker-registry`):
+//! annotate, push, pull by tag and by digest, and evaluate the pulled module. Skipped, visibly,
+//! when `docker-registry` is not installed (`.ci/run` installs it).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use restage_gate_e2e::admission::{read_request, Outcome};
+use restage_gate_e2e::host::{policy_under_test, Module};
+use restage_gate_e2e::metadata;
+use restage_gate_e2e::oci::{self, Transport};
+use serde_json::{json, Value};
+
+const REGISTRY_BIN: &str = "docker-registry";
+
+/// A registry process on a free loopback port, always stopped and cleaned up on drop.
+struct Registry {
+    child: Option<Child>,
+    dir: PathBuf,
+    addr: String,
+}
+
+impl Registry {
+    fn start() -> Option<Registry> {
+        let bin = std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .map(|d| d.join(REGISTRY_BIN))
+            .find(|p| p.is_file())?;
+        let port = TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let dir = std::env::temp_dir().join(format!(
+            "restage-gate-registry-{}-{port}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(dir.join("data")).ok()?;
+        let config = format!(
+            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n",
+            dir.join("data").display()
+        );
+        std::fs::write(dir.join("config.yml"), config).ok()?;
+        let child = Command::new(bin)
+            .arg("serve")
+            .arg(dir.join("config.yml"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let registry = Registry {
+            child: Some(child),
+            dir,
+            addr,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if registry.answers() {
+                return Some(registry);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "docker-registry did not answer on {} within 20 s",
+            registry.addr
+        );
+    }
+
+    /// `GET /v2/` answers 200.
+    fn answers(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect(&self.addr) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let request = format!(
+            "GET /v2/ HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr
+        );
+        let mut answer = String::new();
+        s.write_all(request.as_bytes()).is_ok()
+            && s.read_to_string(&mut answer).is_ok()
+            && answer.starts_with("HTTP/1.1 200")
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn annotated_module() -> (Vec<u8>, Value) {
+    let path = std::env::var_os("RESTAGE_GATE_WASM")
+        .map_or_else(|| root().join("policy.wasm"), PathBuf::from);
+    let module = std::fs::read(&path).expect("policy.wasm (make policy.wasm)");
+    let protocol = policy_under_test()
+        .protocol_version()
+        .expect("protocol_version");
+    let meta = metadata::read_yaml(
+        &std::fs::read_to_string(root().join("metadata.yml")).expect("metadata.yml"),
+    )
+    .expect("YAML");
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let meta = metadata::annotated(&meta, protocol.as_str().expect("a string"), &readme)
+        .expect("valid metadata");
+    (metadata::embed(&module, &meta).expect("embed"), meta)
+}
+
+/// The decision, patch paths, warnings and audit of each bundled request (the clock reading
+/// in `held-since` aside).
+fn decisions(module: &Module) -> Vec<(String, Vec<String>, usize, Value)> {
+    let dir = root().join("e2e-tests/requests");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("requests")
+        .filter_map(|e| Some(e.ok()?.path()))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|path| {
+            let request =
+                read_request(&std::fs::read_to_string(path).expect("request")).expect("request");
+            let response = module
+                .validate(&json!({"settings": {}, "request": request}))
+                .expect("validate");
+            let o = Outcome::new(&request, &response);
+            let paths = o
+                .patch
+                .iter()
+                .map(|op| format!("{} {}", op["op"], op["path"]))
+                .collect();
+            (
+                o.decision().to_string(),
+                paths,
+                o.warnings.len(),
+                json!(o.audit),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_annotated_module_evaluates_like_the_plain_one() {
+    let (annotated, meta) = annotated_module();
+    assert_eq!(metadata::embedded(&annotated).expect("parse"), Some(meta));
+    let annotated = Module::from_bytes(&annotated).expect("compiles");
+    assert_eq!(decisions(&annotated), decisions(policy_under_test()));
+}
+
+#[test]
+fn push_and_pull_round_trip_through_a_real_registry() {
+    let Some(mut registry) = Registry::start() else {
+        println!("SKIPPED push/pull round trip: `{REGISTRY_BIN}` is not installed (apt-get install docker-registry)");
+        return;
+    };
+    let (annotated, meta) = annotated_module();
+    let version = meta["annotations"][metadata::VERSION]
+        .as_str()
+        .expect("version");
+    let tagged = format!("{}/policies/restage-gate:v{version}", registry.addr);
+
+    let plain = std::fs::read(root().join("policy.wasm")).unwrap_or_default();
+    let refused = oci::push(&plain, &tagged, Transport::HttpsExceptLoopback)
+        .expect_err("unannotated refused");
+    assert!(refused.contains("not annotated"), "{refused}");
+
+    let pushed = oci::push(&annotated, &tagged, Transport::HttpsExceptLoopback).expect("push");
+    let (repository, digest) = pushed.split_once('@').expect("an immutable reference");
+    assert_eq!(
+        repository,
+        format!("{}/policies/restage-gate", registry.addr)
+    );
+    assert!(
+        digest.starts_with("sha256:") && digest.len() == 71,
+        "{pushed}"
+    );
+
+    let by_tag = oci::pull(&tagged, Transport::HttpsExceptLoopback).expect("pull by tag");
+    let by_digest = oci::pull(&pushed, Transport::HttpsExceptLoopback).expect("pull by digest");
+    for pulled in [&by_tag, &by_digest] {
+        assert!(
+            pulled.module == annotated,
+            "the module comes back byte for byte"
+        );
+        assert_eq!(pulled.digest, digest);
+        assert_eq!(pulled.manifest.layers.len(), 1);
+        assert_eq!(
+            pulled.manifest.layers[0].media_type,
+            "application/vnd.wasm.content.layer.v1+wasm"
+        );
+        assert_eq!(
+            pulled.manifest.config.media_type,
+            "application/vnd.wasm.config.v1+json"
+        );
+        assert_eq!(
+            pulled.config_media_type,
+            "application/vnd.wasm.config.v1+json"
+        );
+        assert_eq!(pulled.config, b"{}");
+        let annotations = pulled
+            .manifest
+            .annotations
+            .clone()
+            .expect("manifest annotations");
+        let want: std::collections::BTreeMap<String, String> =
+            metadata::manifest_annotations(&meta)
+                .into_iter()
+                .map(|(k, v)| (k, v.as_str().expect("string").to_string()))
+                .collect();
+        assert_eq!(annotations, want);
+        assert_eq!(
+            annotations["org.opencontainers.image.source"],
+            meta["annotations"][metadata::SOURCE]
+        );
+        assert!(
+            !annotations.contains_key(metadata::USAGE),
+            "multi-line usage is not a manifest annotation"
+        );
+    }
+    let pulled = Module::from_bytes(&by_digest.module).expect("the pulled module compiles");
+    assert_eq!(decisions(&pulled), decisions(policy_under_test()));
+
+    registry.stop();
+    let out = registry.dir.join("pulled.wasm");
+    let err = oci::push(&annotated, &tagged, Transport::HttpsExceptLoopback)
+        .expect_err("registry stopped");
+    assert!(
+        err.starts_with(&format!("push to registry {} failed", registry.addr)),
+        "{err}"
+    );
+    let err = oci::pull(&tagged, Transport::HttpsExceptLoopback)
+        .and_then(|p| oci::write_atomically(&out, &p.module))
+        .expect_err("registry stopped");
+    assert!(err.contains(&registry.addr), "{err}");
+    assert!(
+        !out.exists() && !out.with_extension("partial").exists(),
+        "nothing half-written"
+    );
+}
