@@ -18,7 +18,7 @@ IMAGE        = $(REGISTRY)/restage-gate:v$(VERSION)
 # The e2e suites evaluate this module.
 export RESTAGE_GATE_WASM := $(CURDIR)/policy.wasm
 
-.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull
+.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench fuzz fuzz-smoke
 
 all: policy.wasm
 
@@ -62,10 +62,50 @@ demo: policy.wasm
 	@echo "== reject mode: the first bind again"
 	@$(RUN) --summary --settings-json '{"mode":"reject"}' policy.wasm e2e-tests/requests/01-bind.json
 
-test: fmt-check lint policy.wasm
+FLOOR_WASM  := target/$(TARGET)/release/restage_gate_floor.wasm
+export RESTAGE_GATE_FLOOR_WASM := $(CURDIR)/$(FLOOR_WASM)
+SIZE_BUDGET := 1048576
+
+floor: | wasm-target
+	$(CARGO) build --locked --release --target $(TARGET) -p restage-gate-floor
+
+# A size budget, not a timing: the module is loaded by every policy-server replica.
+size-check: policy.wasm
+	@size=$$(stat -c %s policy.wasm); \
+	echo "policy.wasm: $$size bytes (budget $(SIZE_BUDGET))"; \
+	[ "$$size" -le $(SIZE_BUDGET) ] || { echo "policy.wasm exceeds 1 MiB: find what grew it (cargo bloat, twiggy)"; exit 1; }
+
+# restage-gate against the parse-only floor, then the native criterion benches.
+bench: policy.wasm annotated-policy.wasm floor
+	@echo "policy.wasm: $$(stat -c %s policy.wasm) bytes, annotated-policy.wasm: $$(stat -c %s annotated-policy.wasm) bytes"
+	$(CARGO) bench --locked --profile dev -p restage-gate-e2e --bench evaluate
+	$(CARGO) bench --locked --profile dev -p restage-gate-e2e --bench native
+
+# cargo-fuzz targets (nightly): `make test` runs each for FUZZ_SECONDS without a sanitizer,
+# `make fuzz` for longer with AddressSanitizer.
+FUZZ_TARGETS := validate_bytes validate_statefulsets validate_settings
+FUZZ_SECONDS ?= 10
+FUZZ_FLAGS   ?= -s none
+
+fuzz-smoke:
+	@if ! cargo +nightly --version >/dev/null 2>&1; then \
+	  echo "fuzz: SKIPPED, no nightly toolchain (rustup toolchain install nightly)"; exit 0; fi; \
+	command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz; \
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+	  mkdir -p corpus/$$t; \
+	  cargo +nightly fuzz run $(FUZZ_FLAGS) $$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) 2>&1 | \
+	    grep -E '^(Done|==[0-9]+== ERROR)|panicked|^SUMMARY' ; \
+	  test "$${PIPESTATUS[0]}" -eq 0 || { echo "fuzz target $$t failed: see fuzz/artifacts/$$t"; exit 1; }; \
+	done
+
+fuzz:
+	$(MAKE) fuzz-smoke FUZZ_SECONDS=600 FUZZ_FLAGS=
+
+test: fmt-check lint policy.wasm floor size-check
 	@command -v docker-registry >/dev/null || echo "registry round trip: SKIPPED, docker-registry is not installed (apt-get install docker-registry)"
 	$(CARGO) test --locked --workspace --all-targets 2>&1 | tee target/test.log
 	@$(MAKE) --no-print-directory e2e-tests
+	@$(MAKE) --no-print-directory fuzz-smoke
 	@awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
 
 fmt:

@@ -1,7 +1,7 @@
 //! What counts as a binding artefact: everything a servicebinding.io projector (or the older
 //! VMware implementation) writes into a pod template (DESIGN.md §1).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -59,14 +59,15 @@ fn is_vmware_volume(name: &str) -> bool {
 #[derive(Debug)]
 pub struct Artefacts<'a> {
     rules: &'a ArtefactRules,
-    secrets: HashSet<&'a str>,
+    /// A BTreeSet: a HashSet would seed its hasher from WASI randomness on every request.
+    secrets: BTreeSet<&'a str>,
 }
 
 impl<'a> Artefacts<'a> {
     pub fn for_templates(rules: &'a ArtefactRules, templates: &[&'a Value]) -> Self {
         let secrets = templates
             .iter()
-            .filter_map(|t| t.pointer("/metadata/annotations")?.as_object())
+            .filter_map(|t| at(t, &["metadata", "annotations"])?.as_object())
             .flat_map(|annotations| annotations.iter())
             .filter(|(key, _)| key.starts_with(PROJECTOR_SECRET_ANNOTATION_PREFIX))
             .filter_map(|(_, value)| value.as_str())
@@ -96,12 +97,10 @@ impl<'a> Artefacts<'a> {
         let Some(from) = env.get("valueFrom") else {
             return false;
         };
-        let secret = from
-            .pointer("/secretKeyRef/name")
+        let secret = at(from, &["secretKeyRef", "name"])
             .and_then(Value::as_str)
             .is_some_and(|s| self.secrets.contains(s));
-        let field = from
-            .pointer("/fieldRef/fieldPath")
+        let field = at(from, &["fieldRef", "fieldPath"])
             .and_then(Value::as_str)
             .and_then(annotation_in_field_path)
             .is_some_and(|key| self.is_annotation(key));
@@ -110,12 +109,11 @@ impl<'a> Artefacts<'a> {
 
     /// Whether a template carries any binding artefact at all.
     pub fn present_in(&self, template: &Value) -> bool {
-        let annotations = template
-            .pointer("/metadata/annotations")
+        let annotations = at(template, &["metadata", "annotations"])
             .and_then(Value::as_object)
             .is_some_and(|a| a.keys().any(|k| self.is_annotation(k)));
         annotations
-            || items(template.pointer("/spec/volumes")).any(|v| self.is_volume(v))
+            || items(at(template, &["spec", "volumes"])).any(|v| self.is_volume(v))
             || containers(template).any(|c| {
                 items(c.get("env")).any(|e| self.is_env(e))
                     || items(c.get("volumeMounts")).any(|m| self.is_mount(m))
@@ -134,7 +132,7 @@ impl<'a> Artefacts<'a> {
                 Some((name_of(m)?, name))
             })
             .collect();
-        items(template.pointer("/spec/volumes"))
+        items(at(template, &["spec", "volumes"]))
             .filter(|v| self.is_volume(v))
             .filter_map(|v| {
                 let volume = name_of(v)?;
@@ -143,6 +141,12 @@ impl<'a> Artefacts<'a> {
             })
             .collect()
     }
+}
+
+/// The value at a path of object keys. `Value::pointer` would allocate for every segment, on
+/// the hot path of every request.
+pub fn at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |v, key| v.get(key))
 }
 
 /// `metadata.annotations['key']` → `key`, the only form the projector writes.
@@ -165,8 +169,8 @@ pub fn items(v: Option<&Value>) -> std::slice::Iter<'_, Value> {
 
 /// Containers and init containers: the projector binds both.
 pub fn containers(template: &Value) -> impl Iterator<Item = &Value> {
-    items(template.pointer("/spec/initContainers"))
-        .chain(items(template.pointer("/spec/containers")))
+    items(at(template, &["spec", "initContainers"]))
+        .chain(items(at(template, &["spec", "containers"])))
 }
 
 #[cfg(test)]

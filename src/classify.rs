@@ -152,13 +152,11 @@ fn fields_equal(a: &Value, b: &Value, special: &[&str]) -> bool {
     with_objects(Some(a), Some(b), |a, b| fields_equal_in(a, b, special))
 }
 
-/// Every field but the `special` ones (compared by the caller) is equal as raw JSON.
+/// Every field but the `special` ones (compared by the caller) is equal as raw JSON. Both maps
+/// iterate in key order, so they are walked in lockstep, as `Map == Map` does.
 fn fields_equal_in(a: &Map<String, Value>, b: &Map<String, Value>, special: &[&str]) -> bool {
-    let plain = |k: &&String| !special.contains(&k.as_str());
-    a.iter()
-        .filter(|(k, _)| plain(k))
-        .all(|(k, v)| b.get(k) == Some(v))
-        && a.keys().filter(plain).count() == b.keys().filter(plain).count()
+    let plain = |(k, _): &(&String, &Value)| !special.contains(&k.as_str());
+    a.iter().filter(plain).eq(b.iter().filter(plain))
 }
 
 /// Lists compared on the elements `keep` selects, in order. An absent or null list is an
@@ -188,11 +186,8 @@ fn maps_equal(a: Option<&Value>, b: Option<&Value>, keep: impl Fn(&str) -> bool)
     let (Some(a), Some(b)) = (map_or_nothing(a), map_or_nothing(b)) else {
         return a == b;
     };
-    let kept = |m: &Map<String, Value>| m.keys().filter(|k| keep(k)).count();
-    a.iter()
-        .filter(|(k, _)| keep(k))
-        .all(|(k, v)| b.get(k) == Some(v))
-        && kept(a) == kept(b)
+    let kept = |(k, _): &(&String, &Value)| keep(k);
+    a.iter().filter(kept).eq(b.iter().filter(kept))
 }
 
 fn is_list_or_nothing(v: Option<&Value>) -> bool {

@@ -4,6 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::artefacts::at;
 use crate::classify::BindingDelta;
 
 pub const HELD_LABEL: &str = "restage-gate.io/held";
@@ -35,8 +36,7 @@ pub struct Markers<'a> {
 pub struct Unwritable(pub String);
 
 pub fn is_held(object: &Value) -> bool {
-    object
-        .pointer("/metadata/labels")
+    at(object, &["metadata", "labels"])
         .and_then(|labels| labels.get(HELD_LABEL))
         .and_then(Value::as_str)
         == Some("true")
@@ -44,8 +44,7 @@ pub fn is_held(object: &Value) -> bool {
 
 pub fn markers(object: &Value) -> Markers<'_> {
     let annotation = |key| {
-        object
-            .pointer("/metadata/annotations")
+        at(object, &["metadata", "annotations"])
             .and_then(|a| a.get(key))
             .and_then(Value::as_str)
     };
@@ -57,7 +56,7 @@ pub fn markers(object: &Value) -> Markers<'_> {
 }
 
 pub fn update_strategy(object: &Value) -> Option<&Value> {
-    object.pointer("/spec/updateStrategy")
+    at(object, &["spec", "updateStrategy"])
 }
 
 pub fn on_delete() -> Value {
@@ -120,14 +119,14 @@ pub fn rollout_in_progress(old: &Value) -> bool {
         return false;
     };
     let int = |v: Option<&Value>| v.and_then(Value::as_i64);
-    let generation = int(old.pointer("/metadata/generation"));
+    let generation = int(at(old, &["metadata", "generation"]));
     let observed = int(status.get("observedGeneration"));
     let stale = matches!((observed, generation), (Some(o), Some(g)) if o < g);
     let revisions_differ = match (status.get("currentRevision"), status.get("updateRevision")) {
         (Some(current), Some(update)) => current != update,
         _ => false,
     };
-    let replicas = int(old.pointer("/spec/replicas")).unwrap_or(1);
+    let replicas = int(at(old, &["spec", "replicas"])).unwrap_or(1);
     let behind = int(status.get("updatedReplicas")).unwrap_or(0) < replicas;
     rolling && (stale || revisions_differ || behind)
 }
@@ -174,7 +173,8 @@ pub fn merge_pending(previous: &str, delta: &BindingDelta) -> String {
         .join(" ")
 }
 
-/// The map at `path`, created when absent or null.
+/// The map at `path`. The last map is created when absent or null (a StatefulSet without
+/// labels); `metadata` and `spec` themselves must be there, or the object is not readable.
 fn map_at<'a>(
     object: &'a mut Value,
     path: &[&str],
@@ -184,8 +184,15 @@ fn map_at<'a>(
         let Value::Object(map) = here else {
             return Err(unwritable(&path[..depth]));
         };
+        let last = depth + 1 == path.len() && depth > 0;
+        if !last && !map.contains_key(*key) {
+            return Err(Unwritable(format!(
+                "{} is missing",
+                path[..=depth].join(".")
+            )));
+        }
         let next = map.entry(*key).or_insert(Value::Null);
-        if next.is_null() {
+        if next.is_null() && last {
             *next = Value::Object(Map::new());
         }
         here = next;
@@ -278,7 +285,20 @@ mod tests {
             Err(Unwritable("metadata.labels is not a JSON object".into()))
         );
         let mut sts = json!({"metadata": 3, "spec": {}});
-        assert!(release(&mut sts, default_strategy()).is_ok());
+        assert!(
+            release(&mut sts, default_strategy()).is_ok(),
+            "no marker to remove"
+        );
+        let mut sts = json!({"metadata": null, "spec": {}});
+        assert_eq!(
+            apply(&mut sts, &hold()),
+            Err(Unwritable("metadata is not a JSON object".into()))
+        );
+        let mut sts = json!({"spec": {}});
+        assert_eq!(
+            apply(&mut sts, &hold()),
+            Err(Unwritable("metadata is missing".into()))
+        );
         assert!(apply(&mut json!([]), &hold()).is_err());
     }
 

@@ -16,10 +16,10 @@ mod tests;
 
 use std::collections::HashMap;
 
-use kubewarden_policy_sdk::request::ValidationRequest;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use kubewarden_policy_sdk::wapc_guest::CallResult;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::clock::UtcTime;
@@ -59,25 +59,61 @@ pub fn validate_settings(payload: &[u8]) -> CallResult {
     Ok(serde_json::to_vec(&response).unwrap_or_else(|_| br#"{"valid":false}"#.to_vec()))
 }
 
+/// The ValidationRequest fields the policy reads. The SDK's `ValidationRequest` also builds the
+/// user info and options (hash sets seeded from WASI randomness); the policy never reads them,
+/// so they are skipped while parsing. Absent or null strings read as empty.
+#[derive(Deserialize)]
+struct Payload {
+    #[serde(default)]
+    settings: Value,
+    request: Request,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Request {
+    operation: Option<String>,
+    kind: Option<Kind>,
+    sub_resource: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+    object: Value,
+    old_object: Value,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Kind {
+    group: Option<String>,
+    kind: Option<String>,
+}
+
+fn text(s: &Option<String>) -> &str {
+    s.as_deref().unwrap_or_default()
+}
+
 /// The whole evaluation of one request at `now`: read, decide, respond.
 pub fn evaluate(payload: &[u8], now: UtcTime) -> ValidationResponse {
-    let request = match ValidationRequest::<Value>::new(payload) {
-        Ok(request) => request,
-        Err(_) => return unreadable("the payload is not a ValidationRequest"),
+    let Ok(Payload {
+        settings,
+        request: r,
+    }) = serde_json::from_slice::<Payload>(payload)
+    else {
+        return unreadable("the payload is not a ValidationRequest");
     };
-    let settings = match Settings::from_value(&request.settings) {
+    let settings = match Settings::from_value(&settings) {
         Ok(settings) => settings,
         Err(message) => return unreadable(&message),
     };
-    let r = request.request;
+    let kind = r.kind.unwrap_or_default();
     let decision = decide(
         &Admission {
-            operation: &r.operation,
-            group: &r.kind.group,
-            kind: &r.kind.kind,
-            sub_resource: &r.sub_resource,
-            namespace: &r.namespace,
-            name: &r.name,
+            operation: text(&r.operation),
+            group: text(&kind.group),
+            kind: text(&kind.kind),
+            sub_resource: text(&r.sub_resource),
+            namespace: text(&r.namespace),
+            name: text(&r.name),
             object: &r.object,
             old_object: &r.old_object,
         },

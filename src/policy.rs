@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::artefacts::at;
 use crate::classify::{classify, ChangeKind};
 use crate::clock::UtcTime;
 use crate::hold::{
@@ -60,8 +61,8 @@ pub fn decide(request: &Admission, settings: &Settings, now: UtcTime) -> Decisio
         return Decision::Accept;
     }
     let templates = (
-        old.pointer("/spec/template").filter(|t| t.is_object()),
-        object.pointer("/spec/template").filter(|t| t.is_object()),
+        at(old, &["spec", "template"]).filter(|t| t.is_object()),
+        at(object, &["spec", "template"]).filter(|t| t.is_object()),
     );
     let (Some(old_template), Some(new_template)) = templates else {
         return Decision::Unreadable("spec.template is missing or not an object".into());
@@ -166,17 +167,13 @@ fn requested_strategy<'a>(request: &Admission<'a>) -> Option<&'a Value> {
 }
 
 fn being_deleted(object: &Value) -> bool {
-    object
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|t| !t.is_null())
+    at(object, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null())
 }
 
 /// Names the workload, the bindings and every way to apply the change now.
 fn rejection(request: &Admission, bindings: &str, windows: &[Window]) -> String {
     let meta = |key: &str, fallback: &str| {
-        request
-            .object
-            .pointer(&format!("/metadata/{key}"))
+        at(request.object, &["metadata", key])
             .and_then(Value::as_str)
             .unwrap_or(fallback)
             .to_string()
@@ -185,12 +182,13 @@ fn rejection(request: &Admission, bindings: &str, windows: &[Window]) -> String 
         meta("namespace", request.namespace),
         meta("name", request.name),
     );
-    let app = request
-        .object
-        .pointer("/metadata/labels/korifi.cloudfoundry.org~1app-guid")
-        .and_then(Value::as_str)
-        .map(|guid| format!(" (Cloud Foundry app guid {guid})"))
-        .unwrap_or_default();
+    let app = at(
+        request.object,
+        &["metadata", "labels", "korifi.cloudfoundry.org/app-guid"],
+    )
+    .and_then(Value::as_str)
+    .map(|guid| format!(" (Cloud Foundry app guid {guid})"))
+    .unwrap_or_default();
     let bindings = if bindings.is_empty() {
         "a projection change"
     } else {

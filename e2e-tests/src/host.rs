@@ -35,8 +35,8 @@ impl Module {
         Ok(Module { pre: Arc::new(pre) })
     }
 
-    /// Calls one waPC function of a fresh instance.
-    pub fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+    /// A running instance, for callers that evaluate many requests (as policy-server does).
+    pub fn instance(&self) -> Result<Instance, String> {
         let engine = self
             .pre
             .rehydrate(None)
@@ -49,8 +49,12 @@ impl Module {
             })),
         )
         .map_err(|e| format!("cannot start the waPC host: {e}"))?;
-        host.call(function, payload)
-            .map_err(|e| format!("{function} failed: {e}"))
+        Ok(Instance { host })
+    }
+
+    /// Calls one waPC function of a fresh instance.
+    pub fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        self.instance()?.call(function, payload)
     }
 
     /// `validate` on a ValidationRequest (`{settings, request}`); the ValidationResponse.
@@ -80,6 +84,20 @@ impl Module {
         let out = self.call(function, payload)?;
         serde_json::from_slice(&out)
             .map_err(|e| format!("{function} answered something that is not JSON: {e}"))
+    }
+}
+
+/// One instance of a module.
+#[derive(Debug)]
+pub struct Instance {
+    host: WapcHost,
+}
+
+impl Instance {
+    pub fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        self.host
+            .call(function, payload)
+            .map_err(|e| format!("{function} failed: {e}"))
     }
 }
 

@@ -11,3 +11,4 @@ pub mod metadata;
 pub mod oci;
 pub mod projector;
 pub mod versions;
+pub mod workloads;

@@ -3,6 +3,7 @@
 
 #[path = "../../e2e-tests/src/projector.rs"]
 pub mod projector;
+mod properties;
 mod validate;
 
 use std::collections::BTreeSet;

@@ -291,6 +291,8 @@ fn validate_follows_the_decision_table() {
         ("malformed object", update(unbound(), json!("garbage")), Noted("unreadable")),
         ("template not an object", update(unbound(), with(bound(), |s| s["spec"]["template"] = json!([1]))), Noted("unreadable")),
         ("labels not an object", update(unbound(), with(bound(), |s| s["metadata"]["labels"] = json!("x"))), Noted("unreadable")),
+        // found by fuzzing: a null metadata was rewritten into a map to hold the markers
+        ("metadata null", update(unbound(), with(bound(), |s| s["metadata"] = Value::Null)), Noted("unreadable")),
         ("invalid settings", update(unbound(), bound()).settings(json!({"mode": "later"})), Noted("unreadable")),
     ];
     for (name, request, expect) in cases {
@@ -534,4 +536,17 @@ fn unreadable_payloads_are_accepted_with_a_warning() {
         assert!(r.mutated_object.is_none());
         assert_eq!(r.warnings.map(|w| w.len()), Some(1));
     }
+}
+
+/// Found by fuzzing: without correctly rounded float parsing, a float anywhere in the object
+/// came back slightly different in the mutated object.
+#[test]
+fn floats_elsewhere_in_the_object_survive_a_mutation_exactly() {
+    let float = serde_json::from_str::<Value>("8.784947035269492e+223").expect("float");
+    let new = with(bound(), |s| s["spec"]["futureRatio"] = float.clone());
+    let old = with(unbound(), |s| s["spec"]["futureRatio"] = float.clone());
+    let r = update(old, new.clone()).run();
+    let sts = r.mutated_object.expect("held");
+    assert_eq!(sts["spec"]["futureRatio"], float);
+    assert_eq!(changed_paths(&new, &sts).len(), HOLD_PATHS.len());
 }

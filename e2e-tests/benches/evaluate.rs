@@ -1,0 +1,101 @@
+//! `make bench`: restage-gate against the parse-only floor, in the same wasmtime host and run.
+//! Each case is evaluated by one long-lived instance of each module (as policy-server keeps
+//! them); the table shows the median and the 10th-90th percentile spread per evaluation.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use restage_gate_e2e::admission::Outcome;
+use restage_gate_e2e::host::{Instance, Module};
+use restage_gate_e2e::workloads::{cases, Path};
+use serde_json::Value;
+
+/// `cargo bench` passes `--bench`; `cargo test --all-targets` runs this once per case as a
+/// smoke test of the intended paths, without timing anything worth reading.
+fn full_run() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+fn module(var: &str, default: &str) -> Module {
+    let path = std::env::var_os(var).map_or_else(
+        || {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(default)
+        },
+        PathBuf::from,
+    );
+    Module::load(&path).unwrap_or_else(|e| panic!("{e} (make bench builds it)"))
+}
+
+/// Median, 10th and 90th percentile of per-call times, in µs.
+fn measure(instance: &Instance, payload: &[u8]) -> (f64, f64, f64) {
+    let (warmup, samples) = if full_run() { (30, 301) } else { (1, 3) };
+    for _ in 0..warmup {
+        instance.call("validate", payload).expect("validate");
+    }
+    let mut times: Vec<Duration> = (0..samples)
+        .map(|_| {
+            let start = Instant::now();
+            let out = instance.call("validate", payload).expect("validate");
+            let elapsed = start.elapsed();
+            std::hint::black_box(out);
+            elapsed
+        })
+        .collect();
+    times.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    (
+        us(times[samples / 2]),
+        us(times[samples / 10]),
+        us(times[samples * 9 / 10]),
+    )
+}
+
+fn main() {
+    let policy = module("RESTAGE_GATE_WASM", "policy.wasm");
+    let floor = module(
+        "RESTAGE_GATE_FLOOR_WASM",
+        "target/wasm32-wasip1/release/restage_gate_floor.wasm",
+    );
+    let (policy, floor) = (
+        policy.instance().expect("instance"),
+        floor.instance().expect("instance"),
+    );
+    println!("| case | path | request KiB | floor µs (p10-p90) | restage-gate µs (p10-p90) | ratio | target |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut missed = Vec::new();
+    for case in cases() {
+        let payload = serde_json::to_vec(&case.payload).expect("serialisable");
+        let response: Value =
+            serde_json::from_slice(&policy.call("validate", &payload).expect("validate"))
+                .expect("JSON");
+        let outcome = Outcome::new(&case.payload["request"], &response);
+        assert_eq!(
+            outcome.decision(),
+            case.decision,
+            "{}: the benchmark measures the intended path",
+            case.name
+        );
+        let (f, f10, f90) = measure(&floor, &payload);
+        let (p, p10, p90) = measure(&policy, &payload);
+        let (label, target) = match case.path {
+            Path::Accept => ("accept", 1.2),
+            Path::Mutate => ("mutate", 1.5),
+        };
+        let ratio = p / f;
+        if ratio > target {
+            missed.push(case.name.clone());
+        }
+        println!(
+            "| {} | {label} | {:.1} | {f:.0} ({f10:.0}-{f90:.0}) | {p:.0} ({p10:.0}-{p90:.0}) | {ratio:.2} | ≤ {target} |",
+            case.name,
+            payload.len() as f64 / 1024.0,
+        );
+    }
+    if missed.is_empty() {
+        println!("\nall cases within target");
+    } else {
+        println!("\ncases over target: {}", missed.join(", "));
+    }
+}

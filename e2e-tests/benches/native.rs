@@ -1,0 +1,50 @@
+//! Native criterion benches of the same inputs as `evaluate`: classification, the hold edit and
+//! the whole evaluation, without the wasm boundary, to see what the boundary costs.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use restage_gate::artefacts::ArtefactRules;
+use restage_gate::classify::classify;
+use restage_gate::clock::UtcTime;
+use restage_gate::hold::{self, Hold};
+use restage_gate_e2e::workloads::cases;
+
+fn native(c: &mut Criterion) {
+    let rules = ArtefactRules::default();
+    let now = UtcTime(1_796_230_266);
+    let hold = Hold {
+        original_strategy: hold::default_strategy().to_string(),
+        held_since: now.rfc3339(),
+        pending: "+orders-db".into(),
+    };
+    for case in cases() {
+        let payload = serde_json::to_vec(&case.payload).expect("serialisable");
+        c.bench_function(&format!("classify: {}", case.name), |b| {
+            b.iter(|| classify(&case.old_template, &case.new_template, &rules))
+        });
+        c.bench_function(&format!("floor: {}", case.name), |b| {
+            b.iter(|| restage_gate_floor::validate(&payload))
+        });
+        c.bench_function(&format!("evaluate: {}", case.name), |b| {
+            b.iter(|| restage_gate::evaluate(&payload, now))
+        });
+        c.bench_function(
+            &format!("validate (evaluate + encode): {}", case.name),
+            |b| b.iter(|| restage_gate::validate(&payload)),
+        );
+        let object = case.payload["request"]["object"].clone();
+        c.bench_function(&format!("hold then release: {}", case.name), |b| {
+            b.iter_batched(
+                || object.clone(),
+                |mut o| {
+                    let held = hold::apply(&mut o, &hold);
+                    let released = hold::release(&mut o, hold::default_strategy());
+                    (held, released, o)
+                },
+                criterion::BatchSize::SmallInput,
+            )
+        });
+    }
+}
+
+criterion_group!(benches, native);
+criterion_main!(benches);

@@ -1,0 +1,127 @@
+//! The requests the benchmarks evaluate: Korifi's writes, and binds into templates of growing
+//! size (bindings × containers).
+
+use serde_json::{json, Value};
+
+use crate::admission::statefulset_request;
+use crate::korifi::{desired, held, orders_db, runner_write, unbound, upsi};
+use crate::projector::{project, Binding};
+
+/// Whether restage-gate answers with a mutated object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    Accept,
+    Mutate,
+}
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: String,
+    pub path: Path,
+    /// The `decision` audit annotation restage-gate must answer (`accepted` for none).
+    pub decision: &'static str,
+    /// The ValidationRequest (`{settings, request}`).
+    pub payload: Value,
+    pub old_template: Value,
+    pub new_template: Value,
+}
+
+fn case(name: &str, path: Path, decision: &'static str, old: &Value, new: &Value) -> Case {
+    Case {
+        name: name.into(),
+        path,
+        decision,
+        payload: json!({"settings": {}, "request": statefulset_request("UPDATE", old, new)}),
+        old_template: old["spec"]["template"].clone(),
+        new_template: new["spec"]["template"].clone(),
+    }
+}
+
+/// The app's StatefulSet with `containers` containers and `bindings` bindings projected.
+pub fn sized(bindings: usize, containers: usize) -> Value {
+    let mut sts = unbound();
+    let first = sts["spec"]["template"]["spec"]["containers"][0].clone();
+    let list: Vec<Value> = (0..containers)
+        .map(|i| {
+            let mut c = first.clone();
+            if i > 0 {
+                c["name"] = json!(format!("sidecar-{i}"));
+            }
+            c
+        })
+        .collect();
+    sts["spec"]["template"]["spec"]["containers"] = json!(list);
+    for i in 0..bindings {
+        project(&mut sts, &synthetic(i));
+    }
+    sts
+}
+
+fn synthetic(i: usize) -> Binding {
+    let mut b = Binding::new(
+        &format!("{i:08x}-1d4a-4e8b-9c6f-0a1b2c3d4e5f"),
+        &format!("service-{i}"),
+        &format!("service-{i}-credentials"),
+    );
+    b.type_ = Some("postgresql".into());
+    b
+}
+
+pub fn cases() -> Vec<Case> {
+    let bound = {
+        let mut s = unbound();
+        project(&mut s, &upsi());
+        s
+    };
+    let both = {
+        let mut s = bound.clone();
+        project(&mut s, &orders_db());
+        s
+    };
+    let pending = format!("+{} +orders-db", upsi().name);
+    let held_both = held(both.clone(), &pending, "2026-12-01T09:00:00Z");
+    let mut scaled = both.clone();
+    scaled["spec"]["replicas"] = json!(3);
+    let mut out = vec![
+        case(
+            "scale-only update",
+            Path::Accept,
+            "accepted",
+            &both,
+            &scaled,
+        ),
+        case(
+            "first bind (hold)",
+            Path::Mutate,
+            "held",
+            &unbound(),
+            &bound,
+        ),
+        case(
+            "runner patch while held",
+            Path::Mutate,
+            "held",
+            &held_both,
+            &runner_write(&held_both, &desired(0, 1)),
+        ),
+        case(
+            "rolling deploy releasing a hold",
+            Path::Accept,
+            "released",
+            &held_both,
+            &runner_write(&held_both, &desired(1, 1)),
+        ),
+    ];
+    for containers in [1, 8] {
+        for bindings in [1, 10, 50] {
+            out.push(case(
+                &format!("bind #{bindings} into {containers} container(s)"),
+                Path::Mutate,
+                "held",
+                &sized(bindings - 1, containers),
+                &sized(bindings, containers),
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,283 @@
+//! Properties over generated StatefulSets: mutations stay confined to the strategy and the
+//! policy's own markers, evaluating the output again changes nothing, release restores what was
+//! remembered, binding artefacts are recognised both ways, and any other template change is a
+//! restage.
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use super::changed_paths;
+use super::projector::{project, unproject, Binding};
+use crate::artefacts::ArtefactRules;
+use crate::classify::{classify, ChangeKind};
+use crate::clock::UtcTime;
+use crate::evaluate;
+use crate::hold::{self, Hold};
+
+const NOW: UtcTime = UtcTime(1_796_230_266);
+
+/// (name, env, image) of a generated container.
+type ContainerSpec = (String, Vec<(String, String)>, String);
+
+fn container(name: String, env: Vec<(String, String)>, image: String) -> Value {
+    let env: Vec<Value> = env
+        .into_iter()
+        .map(|(n, v)| json!({"name": n, "value": v}))
+        .collect();
+    json!({"name": name, "image": image, "env": env})
+}
+
+prop_compose! {
+    fn env()(vars in prop::collection::vec(("[A-Z]{1,6}", "[a-z0-9]{0,6}"), 0..4)) -> Vec<(String, String)> {
+        vars
+    }
+}
+
+prop_compose! {
+    /// An app StatefulSet without bindings: containers, init containers, app volumes and
+    /// annotations of its own, and a strategy.
+    fn app()(
+        containers in prop::collection::vec(("[a-z]{1,8}", env(), "[a-z]{1,5}:[0-9]"), 1..4),
+        inits in prop::collection::vec(("[a-z]{1,8}", env(), "[a-z]{1,5}:[0-9]"), 0..3),
+        volumes in prop::collection::vec("[a-z]{1,8}", 0..3),
+        annotations in prop::collection::btree_map("[a-z]{1,5}\\.io/[a-z]{1,5}", "[a-z0-9]{0,5}", 0..3),
+        replicas in 1u32..5,
+        strategy in prop_oneof![
+            Just(json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})),
+            Just(json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2, "partition": 0}})),
+            Just(json!({"type": "RollingUpdate"})),
+        ],
+    ) -> Value {
+        let to_containers = |list: Vec<ContainerSpec>, prefix: &str| -> Vec<Value> {
+            list.into_iter().enumerate().map(|(i, (n, e, img))| container(format!("{prefix}{i}-{n}"), e, img)).collect()
+        };
+        let mut spec = json!({"containers": to_containers(containers, "c")});
+        if !inits.is_empty() {
+            spec["initContainers"] = json!(to_containers(inits, "i"));
+        }
+        if !volumes.is_empty() {
+            let v: Vec<Value> = volumes.iter().enumerate().map(|(i, n)| json!({"name": format!("v{i}-{n}"), "emptyDir": {}})).collect();
+            spec["volumes"] = json!(v);
+        }
+        json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "app", "namespace": "space", "generation": 1, "labels": {"app": "x"}},
+            "spec": {"replicas": replicas, "updateStrategy": strategy,
+                "template": {"metadata": {"annotations": annotations}, "spec": spec}},
+        })
+    }
+}
+
+fn binding(i: u8, rotated: bool) -> Binding {
+    let mut b = Binding::new(
+        &format!("{i:02x}000000-1d4a-4e8b-9c6f-0a1b2c3d4e5f"),
+        &format!("svc-{i}"),
+        &format!("svc-{i}-secret{}", if rotated { "-2" } else { "" }),
+    );
+    if i.is_multiple_of(2) {
+        b.type_ = Some("mysql".into());
+        b.env = vec![
+            (format!("DB_URL_{i}"), "url".into()),
+            (format!("DB_TYPE_{i}"), "type".into()),
+        ];
+    }
+    b
+}
+
+fn with_bindings(mut sts: Value, ids: &[u8], rotated: bool) -> Value {
+    for i in ids {
+        project(&mut sts, &binding(*i, rotated));
+    }
+    sts
+}
+
+/// A change to something no projector writes.
+#[derive(Debug, Clone)]
+enum Edit {
+    Image(String),
+    AppEnv(String),
+    Annotation(String),
+    UnknownField,
+    AppVolume,
+    Command,
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        "[a-z]{1,5}:[1-9]{2}".prop_map(Edit::Image),
+        "[a-z]{1,5}".prop_map(Edit::AppEnv),
+        "[a-z]{1,5}".prop_map(Edit::Annotation),
+        Just(Edit::UnknownField),
+        Just(Edit::AppVolume),
+        Just(Edit::Command),
+    ]
+}
+
+fn apply_edit(sts: &mut Value, edit: &Edit) {
+    let t = &mut sts["spec"]["template"];
+    match edit {
+        Edit::Image(i) => t["spec"]["containers"][0]["image"] = json!(format!("changed/{i}")),
+        Edit::AppEnv(v) => {
+            if let Some(env) = t["spec"]["containers"][0]["env"].as_array_mut() {
+                env.insert(0, json!({"name": "NEW_APP_VAR", "value": v}));
+            }
+        }
+        Edit::Annotation(v) => {
+            t["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"] = json!(v)
+        }
+        Edit::UnknownField => t["spec"]["someFutureField"] = json!({"enabled": true}),
+        Edit::AppVolume => {
+            let volume = json!({"name": "added-cache", "emptyDir": {}});
+            match t["spec"]["volumes"].as_array_mut() {
+                Some(v) => v.insert(0, volume),
+                None => t["spec"]["volumes"] = json!([volume]),
+            }
+        }
+        Edit::Command => t["spec"]["containers"][0]["command"] = json!(["run"]),
+    }
+}
+
+fn request(old: &Value, new: &Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"settings": {}, "request": {
+        "uid": "u", "operation": "UPDATE",
+        "kind": {"group": "apps", "version": "v1", "kind": "StatefulSet"},
+        "name": "app", "namespace": "space", "object": new, "oldObject": old}}))
+    .expect("serialisable")
+}
+
+fn mutated(old: &Value, new: &Value) -> Option<Value> {
+    evaluate(&request(old, new), NOW).mutated_object
+}
+
+fn held(sts: Value, strategy: &Value) -> Value {
+    let mut sts = sts;
+    let hold = Hold {
+        original_strategy: strategy.to_string(),
+        held_since: "2026-12-01T09:00:00Z".into(),
+        pending: "+svc-1".into(),
+    };
+    hold::apply(&mut sts, &hold).expect("writable");
+    sts
+}
+
+/// The strategy, a marker, or a label/annotation map the request lacked that now holds only
+/// markers.
+fn allowed_change(path: &str, request: &Value, out: &Value) -> bool {
+    let only_markers = |p: &str| {
+        request.pointer(p).is_none()
+            && out
+                .pointer(p)
+                .and_then(Value::as_object)
+                .is_some_and(|m| m.keys().all(|k| k.starts_with("restage-gate.io/")))
+    };
+    path.starts_with("/spec/updateStrategy")
+        || path.starts_with("/metadata/labels/restage-gate.io~1")
+        || path.starts_with("/metadata/annotations/restage-gate.io~1")
+        || (matches!(path, "/metadata/labels" | "/metadata/annotations") && only_markers(path))
+}
+
+/// An old/new pair as the platform writes them: bindings before and after (maybe rotated),
+/// maybe an app change, maybe held, maybe a runner-style wipe.
+fn pair() -> impl Strategy<Value = (Value, Value)> {
+    (
+        app(),
+        prop::collection::vec(0u8..4, 0..3),
+        prop::collection::vec(0u8..4, 0..3),
+        any::<bool>(),
+        prop::option::of(edit()),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(base, before, after, rotated, edit, is_held, wipe)| {
+            let old = with_bindings(base.clone(), &before, false);
+            let old = if is_held {
+                held(old, &base["spec"]["updateStrategy"])
+            } else {
+                old
+            };
+            let mut new = if wipe {
+                base
+            } else {
+                with_bindings(old.clone(), &after, rotated)
+            };
+            if let Some(e) = &edit {
+                apply_edit(&mut new, e);
+            }
+            (old, new)
+        })
+}
+
+proptest! {
+    // Found failures are kept as named regression tests instead of a seed file.
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutations_touch_only_the_strategy_and_the_markers((old, new) in pair()) {
+        if let Some(out) = mutated(&old, &new) {
+            for path in changed_paths(&new, &out) {
+                prop_assert!(allowed_change(&path, &new, &out), "mutation outside its fields: {}", path);
+            }
+        }
+    }
+
+    #[test]
+    fn evaluating_the_output_again_changes_nothing((old, new) in pair()) {
+        if let Some(out) = mutated(&old, &new) {
+            prop_assert_eq!(mutated(&old, &out), None);
+        }
+    }
+
+    #[test]
+    fn release_restores_exactly_the_remembered_strategy(
+        base in app(),
+        ids in prop::collection::vec(0u8..4, 1..3),
+        remembered in prop_oneof![
+            Just(json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 2}})),
+            Just(json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "50%", "partition": 0}})),
+        ],
+        e in edit(),
+    ) {
+        let old = held(with_bindings(base, &ids, false), &remembered);
+        let mut new = old.clone();
+        apply_edit(&mut new, &e);
+        let out = mutated(&old, &new).expect("a release mutates");
+        prop_assert_eq!(&out["spec"]["updateStrategy"], &remembered);
+        prop_assert!(!hold::is_held(&out));
+    }
+
+    #[test]
+    fn adding_then_removing_a_binding_is_no_change(base in app(), kept in prop::collection::vec(0u8..3, 1..3), extra in 3u8..6) {
+        let rules = ArtefactRules::default();
+        let before = with_bindings(base, &kept, false);
+        let added = with_bindings(before.clone(), &[extra], false);
+        let mut removed = added.clone();
+        unproject(&mut removed, &binding(extra, false).uid, true);
+        let t = |s: &Value| s["spec"]["template"].clone();
+        prop_assert_eq!(classify(&t(&before), &t(&added), &rules).kind, ChangeKind::BindingOnly);
+        prop_assert_eq!(classify(&t(&added), &t(&before), &rules).kind, ChangeKind::BindingOnly);
+        prop_assert_eq!(classify(&t(&before), &t(&removed), &rules).kind, ChangeKind::NoChange);
+    }
+
+    #[test]
+    fn a_change_outside_the_artefacts_is_never_binding_only(
+        base in app(),
+        ids in prop::collection::vec(0u8..4, 0..3),
+        more in prop::collection::vec(0u8..4, 0..3),
+        e in edit(),
+    ) {
+        let rules = ArtefactRules::default();
+        let old = with_bindings(base, &ids, false);
+        let mut new = with_bindings(old.clone(), &more, false);
+        apply_edit(&mut new, &e);
+        prop_assert_eq!(
+            classify(&old["spec"]["template"], &new["spec"]["template"], &rules).kind,
+            ChangeKind::Restage
+        );
+    }
+
+    #[test]
+    fn arbitrary_bytes_are_answered_never_an_error(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+        prop_assert!(crate::validate(&bytes).is_ok());
+        prop_assert!(crate::validate_settings(&bytes).is_ok());
+    }
+}
