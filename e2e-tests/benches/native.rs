@@ -46,5 +46,12 @@ fn native(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, native);
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(2))
+        .sample_size(30);
+    targets = native
+}
 criterion_main!(benches);
