@@ -1,6 +1,8 @@
 //! The decision table of DESIGN.md §3, as a pure function of the request, the settings and
 //! the time. `validate` turns its result into an admission response.
 
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::Resource;
 use serde_json::Value;
 
 use crate::artefacts::at;
@@ -47,8 +49,8 @@ pub enum Decision {
 
 pub fn decide(request: &Admission, settings: &Settings, now: UtcTime) -> Decision {
     let in_scope = request.operation == "UPDATE"
-        && request.group == "apps"
-        && request.kind == "StatefulSet"
+        && request.group == StatefulSet::GROUP
+        && request.kind == StatefulSet::KIND
         && request.sub_resource.is_empty();
     if !in_scope {
         return Decision::Accept;

@@ -1,5 +1,5 @@
 //! Policy settings (DESIGN.md §4). Read from raw JSON so that every refusal can name the exact
-//! field (`maintenanceWindows[1].start`) and the value it refuses; unknown fields are refused, so
+//! field (`maintenanceWindows[i].start`) and the value it refuses; unknown fields are refused, so
 //! a typo cannot silently switch a feature off.
 
 use serde_json::{Map, Value};
