@@ -155,14 +155,7 @@ pub fn is_semver(s: &str) -> bool {
 /// The module with `metadata` in its `io.kubewarden.metadata` custom section, replacing any
 /// section of that name (annotating twice gives the same bytes as once).
 pub fn embed(module: &[u8], metadata: &Value) -> Result<Vec<u8>, String> {
-    let sections = sections(module)?;
-    let mut out = module[..8].to_vec();
-    for s in sections
-        .iter()
-        .filter(|s| s.name.as_deref() != Some(CUSTOM_SECTION))
-    {
-        out.extend_from_slice(&module[s.start..s.end]);
-    }
+    let mut out = strip(module)?;
     let data = serde_json::to_vec(metadata).map_err(|e| e.to_string())?;
     let mut payload = leb128(CUSTOM_SECTION.len());
     payload.extend_from_slice(CUSTOM_SECTION.as_bytes());

@@ -10,7 +10,6 @@ use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::manifest::{OciImageManifest, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
-use serde_json::Value;
 
 use crate::metadata;
 
@@ -163,11 +162,6 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
             let _ = std::fs::remove_file(&partial);
             format!("{}: {e}", path.display())
         })
-}
-
-/// The metadata of a pulled module, for callers that want to show it.
-pub fn pulled_metadata(pulled: &Pulled) -> Option<Value> {
-    metadata::embedded(&pulled.module).ok().flatten()
 }
 
 #[cfg(test)]

@@ -550,3 +550,15 @@ fn floats_elsewhere_in_the_object_survive_a_mutation_exactly() {
     assert_eq!(sts["spec"]["futureRatio"], float);
     assert_eq!(changed_paths(&new, &sts).len(), HOLD_PATHS.len());
 }
+
+#[test]
+fn null_request_strings_read_as_empty() {
+    let mut payload = update(unbound(), bound()).payload();
+    payload["request"]["subResource"] = Value::Null;
+    payload["request"]["namespace"] = Value::Null;
+    let r = evaluate(&serde_json::to_vec(&payload).expect("serialisable"), NOW);
+    assert!(
+        r.mutated_object.is_some(),
+        "held, not skipped as unreadable"
+    );
+}
