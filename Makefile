@@ -18,7 +18,7 @@ IMAGE        = $(REGISTRY)/restage-gate:v$(VERSION)
 # The e2e suites evaluate this module.
 export RESTAGE_GATE_WASM := $(CURDIR)/policy.wasm
 
-.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench fuzz fuzz-smoke
+.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions fuzz fuzz-smoke
 
 all: policy.wasm
 
@@ -80,6 +80,11 @@ bench: policy.wasm annotated-policy.wasm floor
 	@echo "policy.wasm: $$(stat -c %s policy.wasm) bytes, annotated-policy.wasm: $$(stat -c %s annotated-policy.wasm) bytes"
 	$(CARGO) bench --locked --profile dev -p restage-gate-e2e --bench evaluate
 	$(CARGO) bench --locked --profile dev -p restage-gate-e2e --bench native
+
+# The same cases counted in instructions per call (callgrind): repeatable where wall time is not.
+bench-instructions: policy.wasm floor
+	@command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind"; exit 1; }
+	$(CARGO) run --locked --profile dev -p restage-gate-e2e --example instructions
 
 # cargo-fuzz targets (nightly): `make test` runs each for FUZZ_SECONDS without a sanitizer,
 # `make fuzz` for longer with AddressSanitizer.

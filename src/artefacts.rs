@@ -120,27 +120,45 @@ impl<'a> Artefacts<'a> {
             })
     }
 
-    /// The bindings projected into a template, by binding name: the last segment of the
-    /// binding volume's mount path, or the volume name when no container mounts it.
+    /// The bindings projected into a template, by binding name: the last segment of the path
+    /// the first container (init containers first) mounts the binding volume at, or the volume
+    /// name when no container mounts it.
     pub fn bindings(&self, template: &'a Value) -> BTreeMap<String, &'a Value> {
-        let mounted_as: BTreeMap<&str, &str> = containers(template)
-            .flat_map(|c| items(c.get("volumeMounts")))
-            .filter(|m| self.is_mount(m))
-            .filter_map(|m| {
-                let path = m.get("mountPath")?.as_str()?.trim_end_matches('/');
-                let name = path.rsplit('/').next().filter(|n| !n.is_empty())?;
-                Some((name_of(m)?, name))
-            })
-            .collect();
-        items(at(template, &["spec", "volumes"]))
+        let volumes: Vec<(&str, &Value)> = items(at(template, &["spec", "volumes"]))
             .filter(|v| self.is_volume(v))
-            .filter_map(|v| {
-                let volume = name_of(v)?;
-                let binding = mounted_as.get(volume).copied().unwrap_or(volume);
-                Some((binding.to_string(), v))
+            .filter_map(|v| Some((name_of(v)?, v)))
+            .collect();
+        let mut mounted_as: BTreeMap<&str, Option<&str>> =
+            volumes.iter().map(|(name, _)| (*name, None)).collect();
+        // The projector mounts every binding into every container: once each volume has a
+        // name, the remaining containers repeat it.
+        let mut unnamed = mounted_as.len();
+        for mount in containers(template).flat_map(|c| items(c.get("volumeMounts"))) {
+            if unnamed == 0 {
+                break;
+            }
+            let Some(slot @ None) = name_of(mount).and_then(|v| mounted_as.get_mut(v)) else {
+                continue;
+            };
+            if let Some(name) = last_segment(mount) {
+                *slot = Some(name);
+                unnamed -= 1;
+            }
+        }
+        volumes
+            .into_iter()
+            .map(|(volume, v)| {
+                let binding = mounted_as.get(volume).copied().flatten().unwrap_or(volume);
+                (binding.to_string(), v)
             })
             .collect()
     }
+}
+
+/// `/bindings/orders-db/` → `orders-db`.
+fn last_segment(mount: &Value) -> Option<&str> {
+    let path = mount.get("mountPath")?.as_str()?.trim_end_matches('/');
+    path.rsplit('/').next().filter(|n| !n.is_empty())
 }
 
 /// The value at a path of object keys. `Value::pointer` would allocate for every segment, on
@@ -271,6 +289,26 @@ mod tests {
         let artefacts = Artefacts::for_templates(&rules, &[&template]);
         let names: Vec<_> = artefacts.bindings(&template).into_keys().collect();
         assert_eq!(names, ["orders-db", "servicebinding-u2"]);
+    }
+
+    #[test]
+    fn bindings_are_named_by_the_first_container_that_mounts_them() {
+        let template = json!({"spec": {
+            "initContainers": [{"name": "migrate", "volumeMounts": [
+                {"name": "servicebinding-u1", "mountPath": "/init-bindings/orders-db/"}]}],
+            "containers": [
+                {"name": "app", "volumeMounts": [
+                    {"name": "servicebinding-u1", "mountPath": "/bindings/renamed"}]},
+                {"name": "sidecar", "volumeMounts": [
+                    {"name": "servicebinding-u2", "mountPath": "/"},
+                    {"name": "servicebinding-u2", "mountPath": "/bindings/cache"}]}],
+            "volumes": [
+                {"name": "servicebinding-u1", "projected": {}},
+                {"name": "servicebinding-u2", "projected": {}}]}});
+        let rules = ArtefactRules::default();
+        let artefacts = Artefacts::for_templates(&rules, &[&template]);
+        let names: Vec<_> = artefacts.bindings(&template).into_keys().collect();
+        assert_eq!(names, ["cache", "orders-db"]);
     }
 
     #[test]

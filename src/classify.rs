@@ -49,7 +49,8 @@ pub fn classify(old: &Value, new: &Value, rules: &ArtefactRules) -> Change {
     if !templates_equal(old, new, &artefacts) {
         return unchanged(ChangeKind::Restage);
     }
-    if artefacts.present_in(old) && !artefacts.present_in(new) {
+    // A bind leaves artefacts in the new template: asked first, it settles most requests.
+    if !artefacts.present_in(new) && artefacts.present_in(old) {
         return unchanged(ChangeKind::Wipe);
     }
     Change {
@@ -126,7 +127,7 @@ fn pod_spec_equal(a: Option<&Value>, b: Option<&Value>, art: &Artefacts) -> bool
 fn container_equal(a: &Value, b: &Value, art: &Artefacts) -> bool {
     with_objects(Some(a), Some(b), |a, b| {
         fields_equal_in(a, b, &["env", "volumeMounts"])
-            && lists_equal(a.get("env"), b.get("env"), |e| !art.is_env(e), Value::eq)
+            && lists_equal_lazily(a.get("env"), b.get("env"), |e| !art.is_env(e))
             && lists_equal(
                 a.get("volumeMounts"),
                 b.get("volumeMounts"),
@@ -176,6 +177,32 @@ fn lists_equal(
         match (xs.next(), ys.next()) {
             (None, None) => return true,
             (Some(x), Some(y)) if eq(x, y) => continue,
+            _ => return false,
+        }
+    }
+}
+
+/// `lists_equal` for a `keep` that costs more than comparing two elements (env vars): walked
+/// in lockstep, asking `keep` only where the lists differ. Equal elements are both kept or
+/// both dropped, so matching them leaves the kept sequences as they were.
+fn lists_equal_lazily(a: Option<&Value>, b: Option<&Value>, keep: impl Fn(&Value) -> bool) -> bool {
+    if !is_list_or_nothing(a) || !is_list_or_nothing(b) {
+        return a == b;
+    }
+    let (mut xs, mut ys) = (items(a).peekable(), items(b).peekable());
+    loop {
+        match (xs.peek(), ys.peek()) {
+            (None, None) => return true,
+            (Some(x), Some(y)) if x == y => {
+                xs.next();
+                ys.next();
+            }
+            (Some(x), _) if !keep(x) => {
+                xs.next();
+            }
+            (_, Some(y)) if !keep(y) => {
+                ys.next();
+            }
             _ => return false,
         }
     }
@@ -236,6 +263,31 @@ mod tests {
             rebind.delta.removed,
             ["d41d8cd9-8f00-4b20-9e80-0998ecf8427e"]
         );
+    }
+
+    #[test]
+    fn lists_compare_the_kept_elements_in_order() {
+        // Upper case: kept; lower case: dropped (an artefact).
+        let keep = |v: &Value| v.as_str().is_some_and(|s| s == s.to_uppercase());
+        let cases: [(Value, Value, bool); 10] = [
+            (json!(["A", "B"]), json!(["A", "B"]), true),
+            (json!(["a", "B"]), json!(["B"]), true),
+            (json!(["B"]), json!(["B", "c"]), true),
+            (json!(["a", "B", "c"]), json!(["d", "B", "e", "f"]), true),
+            (json!(["B", "a"]), json!(["a", "B"]), true),
+            (json!(null), json!(["a"]), true),
+            (json!(["A", "B"]), json!(["B", "A"]), false),
+            (json!(["A"]), json!(["A", "B"]), false),
+            (json!(["a", "B"]), json!(["a", "C"]), false),
+            (json!(["a"]), json!({"not": "a list"}), false),
+        ];
+        for (a, b, want) in cases {
+            for (x, y) in [(&a, &b), (&b, &a)] {
+                let (x, y) = (Some(x), Some(y));
+                assert_eq!(lists_equal(x, y, keep, Value::eq), want, "{a} vs {b}");
+                assert_eq!(lists_equal_lazily(x, y, keep), want, "lazily: {a} vs {b}");
+            }
+        }
     }
 
     #[test]

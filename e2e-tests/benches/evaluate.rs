@@ -29,27 +29,41 @@ fn module(var: &str, default: &str) -> Module {
 }
 
 /// Median, 10th and 90th percentile of per-call times, in µs.
-fn measure(instance: &Instance, payload: &[u8]) -> (f64, f64, f64) {
+type Spread = (f64, f64, f64);
+
+/// Times both modules on the same payload, alternating calls (and which one goes first) so a
+/// slow spell of a shared machine falls on both alike.
+fn measure(floor: &Instance, policy: &Instance, payload: &[u8]) -> (Spread, Spread) {
     let (warmup, samples) = if full_run() { (30, 301) } else { (1, 3) };
     for _ in 0..warmup {
-        instance.call("validate", payload).expect("validate");
+        floor.call("validate", payload).expect("validate");
+        policy.call("validate", payload).expect("validate");
     }
-    let mut times: Vec<Duration> = (0..samples)
-        .map(|_| {
-            let start = Instant::now();
-            let out = instance.call("validate", payload).expect("validate");
-            let elapsed = start.elapsed();
-            std::hint::black_box(out);
-            elapsed
-        })
-        .collect();
+    let time = |instance: &Instance| {
+        let start = Instant::now();
+        let out = instance.call("validate", payload).expect("validate");
+        let elapsed = start.elapsed();
+        std::hint::black_box(out);
+        elapsed
+    };
+    let (mut f, mut p) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+    for i in 0..samples {
+        if i % 2 == 0 {
+            f.push(time(floor));
+            p.push(time(policy));
+        } else {
+            p.push(time(policy));
+            f.push(time(floor));
+        }
+    }
+    (spread(f), spread(p))
+}
+
+fn spread(mut times: Vec<Duration>) -> Spread {
     times.sort();
+    let n = times.len();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    (
-        us(times[samples / 2]),
-        us(times[samples / 10]),
-        us(times[samples * 9 / 10]),
-    )
+    (us(times[n / 2]), us(times[n / 10]), us(times[n * 9 / 10]))
 }
 
 fn main() {
@@ -77,8 +91,7 @@ fn main() {
             "{}: the benchmark measures the intended path",
             case.name
         );
-        let (f, f10, f90) = measure(&floor, &payload);
-        let (p, p10, p90) = measure(&policy, &payload);
+        let ((f, f10, f90), (p, p10, p90)) = measure(&floor, &policy, &payload);
         let (label, target) = match case.path {
             Path::Accept => ("accept", 1.2),
             Path::Mutate => ("mutate", 1.5),
