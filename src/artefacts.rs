@@ -275,6 +275,12 @@ mod tests {
         }
     }
 
+    fn binding_names(template: &Value) -> Vec<String> {
+        let rules = ArtefactRules::default();
+        let artefacts = Artefacts::for_templates(&rules, &[template]);
+        artefacts.bindings(template).into_keys().collect()
+    }
+
     #[test]
     fn bindings_are_named_by_mount_path_or_volume() {
         let template = json!({"spec": {
@@ -285,10 +291,7 @@ mod tests {
                 {"name": "data", "emptyDir": {}},
                 {"name": "servicebinding-u1", "projected": {}},
                 {"name": "servicebinding-u2", "projected": {}}]}});
-        let rules = ArtefactRules::default();
-        let artefacts = Artefacts::for_templates(&rules, &[&template]);
-        let names: Vec<_> = artefacts.bindings(&template).into_keys().collect();
-        assert_eq!(names, ["orders-db", "servicebinding-u2"]);
+        assert_eq!(binding_names(&template), ["orders-db", "servicebinding-u2"]);
     }
 
     #[test]
@@ -305,10 +308,7 @@ mod tests {
             "volumes": [
                 {"name": "servicebinding-u1", "projected": {}},
                 {"name": "servicebinding-u2", "projected": {}}]}});
-        let rules = ArtefactRules::default();
-        let artefacts = Artefacts::for_templates(&rules, &[&template]);
-        let names: Vec<_> = artefacts.bindings(&template).into_keys().collect();
-        assert_eq!(names, ["cache", "orders-db"]);
+        assert_eq!(binding_names(&template), ["cache", "orders-db"]);
     }
 
     #[test]

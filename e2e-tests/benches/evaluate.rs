@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use restage_gate_e2e::admission::Outcome;
-use restage_gate_e2e::host::{Instance, Module};
-use restage_gate_e2e::workloads::{cases, Path};
+use restage_gate_e2e::host::{floor_path, policy_path, Instance, Module};
+use restage_gate_e2e::workloads::cases;
 use serde_json::Value;
 
 /// `cargo bench` passes `--bench`; `cargo test --all-targets` runs this once per case as a
@@ -16,15 +16,7 @@ fn full_run() -> bool {
     std::env::args().any(|a| a == "--bench")
 }
 
-fn module(var: &str, default: &str) -> Module {
-    let path = std::env::var_os(var).map_or_else(
-        || {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join(default)
-        },
-        PathBuf::from,
-    );
+fn module(path: PathBuf) -> Module {
     Module::load(&path).unwrap_or_else(|e| panic!("{e} (make bench builds it)"))
 }
 
@@ -67,11 +59,7 @@ fn spread(mut times: Vec<Duration>) -> Spread {
 }
 
 fn main() {
-    let policy = module("RESTAGE_GATE_WASM", "policy.wasm");
-    let floor = module(
-        "RESTAGE_GATE_FLOOR_WASM",
-        "target/wasm32-wasip1/release/restage_gate_floor.wasm",
-    );
+    let (policy, floor) = (module(policy_path()), module(floor_path()));
     let (policy, floor) = (
         policy.instance().expect("instance"),
         floor.instance().expect("instance"),
@@ -92,10 +80,7 @@ fn main() {
             case.name
         );
         let ((f, f10, f90), (p, p10, p90)) = measure(&floor, &policy, &payload);
-        let (label, target) = match case.path {
-            Path::Accept => ("accept", 1.2),
-            Path::Mutate => ("mutate", 1.5),
-        };
+        let (label, target) = (case.path.label(), case.path.target());
         let ratio = p / f;
         if ratio > target {
             missed.push(case.name.clone());

@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use restage_gate_e2e::host::{Instance, Module};
-use restage_gate_e2e::workloads::{cases, Path};
+use restage_gate_e2e::host::{floor_path, policy_path, Instance, Module};
+use restage_gate_e2e::workloads::cases;
 
 const CALLS: usize = 10;
 
@@ -83,13 +83,7 @@ fn main() {
             );
         }
     }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let policy = std::env::var_os("RESTAGE_GATE_WASM")
-        .map_or_else(|| root.join("policy.wasm"), PathBuf::from);
-    let floor = std::env::var_os("RESTAGE_GATE_FLOOR_WASM").map_or_else(
-        || root.join("target/wasm32-wasip1/release/restage_gate_floor.wasm"),
-        PathBuf::from,
-    );
+    let (policy, floor) = (policy_path(), floor_path());
     println!("| case | path | floor instructions | restage-gate instructions | ratio | target |");
     println!("|---|---|---|---|---|---|");
     let mut missed = Vec::new();
@@ -101,10 +95,7 @@ fn main() {
                 std::process::exit(1);
             }
         };
-        let (label, target) = match case.path {
-            Path::Accept => ("accept", 1.2),
-            Path::Mutate => ("mutate", 1.5),
-        };
+        let (label, target) = (case.path.label(), case.path.target());
         let ratio = p as f64 / f as f64;
         if ratio > target {
             missed.push(case.name.clone());

@@ -101,16 +101,37 @@ impl Instance {
     }
 }
 
-/// The module the suites evaluate: `$RESTAGE_GATE_WASM`, or `policy.wasm` at the top of the
-/// repository (`make policy.wasm` builds it). Compiled once per test binary.
+/// Where restage-gate's module is: `$RESTAGE_GATE_WASM`, or `policy.wasm` at the top of the
+/// repository (`make policy.wasm` builds it).
+pub fn policy_path() -> std::path::PathBuf {
+    module_path("RESTAGE_GATE_WASM", "policy.wasm")
+}
+
+/// Where the parse-only floor module is: `$RESTAGE_GATE_FLOOR_WASM`, or where `make floor`
+/// builds it.
+pub fn floor_path() -> std::path::PathBuf {
+    module_path(
+        "RESTAGE_GATE_FLOOR_WASM",
+        "target/wasm32-wasip1/release/restage_gate_floor.wasm",
+    )
+}
+
+fn module_path(var: &str, in_repository: &str) -> std::path::PathBuf {
+    std::env::var_os(var).map_or_else(
+        || {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(in_repository)
+        },
+        std::path::PathBuf::from,
+    )
+}
+
+/// The module the suites evaluate (`policy_path`), compiled once per test binary.
 pub fn policy_under_test() -> &'static Module {
     static MODULE: std::sync::OnceLock<Module> = std::sync::OnceLock::new();
     MODULE.get_or_init(|| {
-        let path = std::env::var_os("RESTAGE_GATE_WASM").map_or_else(
-            || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policy.wasm"),
-            std::path::PathBuf::from,
-        );
-        Module::load(&path).unwrap_or_else(|e| {
+        Module::load(&policy_path()).unwrap_or_else(|e| {
             panic!("cannot load the policy under test ({e}); build it with `make policy.wasm`")
         })
     })

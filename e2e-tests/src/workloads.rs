@@ -14,6 +14,23 @@ pub enum Path {
     Mutate,
 }
 
+impl Path {
+    pub fn label(self) -> &'static str {
+        match self {
+            Path::Accept => "accept",
+            Path::Mutate => "mutate",
+        }
+    }
+
+    /// The most restage-gate may cost, as a multiple of the parse-only floor.
+    pub fn target(self) -> f64 {
+        match self {
+            Path::Accept => 1.2,
+            Path::Mutate => 1.5,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Case {
     pub name: String,

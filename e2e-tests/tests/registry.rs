@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use restage_gate_e2e::admission::{read_request, Outcome};
-use restage_gate_e2e::host::{policy_under_test, Module};
+use restage_gate_e2e::host::{policy_path, policy_under_test, Module};
 use restage_gate_e2e::metadata;
 use restage_gate_e2e::oci::{self, Transport};
 use serde_json::{json, Value};
@@ -107,9 +107,7 @@ fn root() -> PathBuf {
 }
 
 fn annotated_module() -> (Vec<u8>, Value) {
-    let path = std::env::var_os("RESTAGE_GATE_WASM")
-        .map_or_else(|| root().join("policy.wasm"), PathBuf::from);
-    let module = std::fs::read(&path).expect("policy.wasm (make policy.wasm)");
+    let module = std::fs::read(policy_path()).expect("policy.wasm (make policy.wasm)");
     let protocol = policy_under_test()
         .protocol_version()
         .expect("protocol_version");
@@ -176,7 +174,7 @@ fn push_and_pull_round_trip_through_a_real_registry() {
         .expect("version");
     let tagged = format!("{}/policies/restage-gate:v{version}", registry.addr);
 
-    let plain = std::fs::read(root().join("policy.wasm")).unwrap_or_default();
+    let plain = std::fs::read(policy_path()).unwrap_or_default();
     let refused = oci::push(&plain, &tagged, Transport::HttpsExceptLoopback)
         .expect_err("unannotated refused");
     assert!(refused.contains("not annotated"), "{refused}");
