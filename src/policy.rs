@@ -1,19 +1,16 @@
-//! The decision table of DESIGN.md §3, as a pure function of the request, the settings and
-//! the time. `validate` turns its result into an admission response.
+//! The decision table, as a pure function of the request, the settings and the time.
+//! `response.rs` turns its result into an admission response.
 
-use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::Resource;
 use serde_json::Value;
 
-use crate::artefacts::at;
-use crate::classify::{classify, ChangeKind};
 use crate::clock::UtcTime;
-use crate::hold::{
-    default_strategy, is_held, is_on_delete, markers, merge_pending, rollout_in_progress,
-    update_strategy, Hold,
-};
+use crate::json::{at, text_at};
+use crate::markers::{self, Hold};
+use crate::pending;
 use crate::settings::{Mode, Settings};
+use crate::template::classify::{classify, Change, ChangeKind};
 use crate::window::Window;
+use crate::workload::{self, Workload};
 
 /// The parts of an admission request the decision reads.
 #[derive(Debug, Clone, Copy)]
@@ -35,26 +32,39 @@ pub enum Decision {
     /// Accept unchanged, with a warning: the request could not be read. Failing open keeps
     /// today's behaviour (the app restarts); failing closed would block every write in scope.
     Unreadable(String),
-    /// Leave admission held: OnDelete and these markers.
-    Hold { hold: Hold, first: bool },
-    /// Restore `strategy` and drop the markers; the held changes roll in this one rollout.
+    /// Leave admission held: the kind's held control and these markers.
+    Hold {
+        workload: &'static dyn Workload,
+        hold: Hold,
+        first: bool,
+    },
+    /// Drop the markers and restore `restore` (or leave the control as the request sets it);
+    /// the held changes roll in this one rollout.
     Release {
-        strategy: Value,
+        workload: &'static dyn Workload,
+        restore: Option<Value>,
         released: String,
         because: String,
+        /// The remembered control, when the API server would refuse it (the default is
+        /// restored instead).
+        invalid_remembered: Option<String>,
     },
+    /// Accept unchanged, with a warning: this binding change must not wait.
+    RollNow {
+        workload: &'static dyn Workload,
+        why: String,
+    },
+    /// A release was asked of a workload that is not held: drop the request, nothing else.
+    NotHeld { workload: &'static dyn Workload },
     /// `mode: reject`: refuse the binding-only change.
     Reject { message: String, bindings: String },
 }
 
 pub fn decide(request: &Admission, settings: &Settings, now: UtcTime) -> Decision {
-    let in_scope = request.operation == "UPDATE"
-        && request.group == StatefulSet::GROUP
-        && request.kind == StatefulSet::KIND
-        && request.sub_resource.is_empty();
-    if !in_scope {
+    let in_scope = request.operation == "UPDATE" && request.sub_resource.is_empty();
+    let Some(workload) = workload::of(request.group, request.kind).filter(|_| in_scope) else {
         return Decision::Accept;
-    }
+    };
     let (object, old) = (request.object, request.old_object);
     if !object.is_object() || !old.is_object() {
         return Decision::Unreadable("the request has no object or oldObject".into());
@@ -62,81 +72,103 @@ pub fn decide(request: &Admission, settings: &Settings, now: UtcTime) -> Decisio
     if being_deleted(object) || being_deleted(old) {
         return Decision::Accept;
     }
-    let templates = (
-        at(old, &["spec", "template"]).filter(|t| t.is_object()),
-        at(object, &["spec", "template"]).filter(|t| t.is_object()),
-    );
-    let (Some(old_template), Some(new_template)) = templates else {
+    let template = |o| at(o, &["spec", "template"]).filter(|t| t.is_object());
+    let (Some(old_template), Some(new_template)) = (template(old), template(object)) else {
         return Decision::Unreadable("spec.template is missing or not an object".into());
     };
 
-    let change = classify(old_template, new_template, &settings.artefacts);
+    let mut change = classify(old_template, new_template, &settings.artefacts);
+    let held = markers::is_held(old);
+    // A held workload whose request dropped the markers was overwritten by a controller: the
+    // projector restores the live bindings in the same request, so nothing was unbound.
+    if change.emptied && held && !markers::is_held(object) {
+        change.kind = ChangeKind::Wipe;
+    }
     let window = settings
         .maintenance_windows
         .iter()
         .find(|w| w.contains(now));
-    // A change the StatefulSet controller would roll out now, pod by pod.
-    let would_restart = change.kind == ChangeKind::BindingOnly
-        && !is_on_delete(update_strategy(object))
-        && !rollout_in_progress(old);
+    let binding_only = change.kind == ChangeKind::BindingOnly;
+    let roll_now = binding_only
+        .then(|| workload.must_roll_now(&change))
+        .flatten();
+    // A change the controller would roll out now, pod by pod.
+    let would_restart = binding_only
+        && !workload.stops_rollouts(workload.control(object))
+        && !workload.rollout_in_progress(old);
+    let release = |because: String| release(request, workload, because);
 
     match settings.mode {
-        Mode::Reject if would_restart && window.is_none() => {
-            let bindings = merge_pending("", &change.delta);
-            Decision::Reject {
-                message: rejection(request, &bindings, &settings.maintenance_windows),
-                bindings,
-            }
-        }
+        Mode::Reject if would_restart && window.is_none() => match roll_now {
+            Some(why) => Decision::RollNow { workload, why },
+            None => reject(request, workload, &change, &settings.maintenance_windows),
+        },
         Mode::Reject => Decision::Accept,
-        Mode::Defer if is_held(old) => {
-            if let Some(window) = window {
-                release(request, format!("maintenance window {window}"))
+        Mode::Defer if held => {
+            if markers::release_requested(object) {
+                release("release requested".into())
+            } else if let Some(window) = window {
+                release(format!("maintenance window {window}"))
             } else if change.kind == ChangeKind::Restage {
-                release(request, "restart or restage".into())
+                release("restart or restage".into())
+            } else if let Some(why) = roll_now {
+                release(why)
+            } else if workload.resume_releases() && requests_rolling_control(request, workload) {
+                release("rollout resumed".into())
             } else {
-                keep_hold(request, change.kind, &change.delta, now)
+                keep_hold(request, workload, &change, now)
             }
         }
-        Mode::Defer if would_restart && window.is_none() => Decision::Hold {
-            hold: Hold {
-                original_strategy: update_strategy(object)
-                    .cloned()
-                    .unwrap_or_else(default_strategy)
-                    .to_string(),
-                held_since: now.rfc3339(),
-                pending: merge_pending("", &change.delta),
+        Mode::Defer if markers::release_requested(object) => Decision::NotHeld { workload },
+        Mode::Defer if would_restart && window.is_none() => match roll_now {
+            Some(why) => Decision::RollNow { workload, why },
+            None => Decision::Hold {
+                workload,
+                hold: Hold {
+                    remembered_key: workload.remembered_annotation(),
+                    remembered: control_or_default(workload, object).to_string(),
+                    held_since: now.rfc3339(),
+                    pending: pending::merge("", &change.delta),
+                },
+                first: true,
             },
-            first: true,
         },
         Mode::Defer => Decision::Accept,
     }
 }
 
 /// Re-applied markers come from the old object unchanged, so a controller's repeated writes
-/// store the same object and do not wake it again.
+/// store the same object and do not wake it again. `pending` changes only with a binding
+/// change that is not a wipe.
 fn keep_hold(
     request: &Admission,
-    kind: ChangeKind,
-    delta: &crate::classify::BindingDelta,
+    workload: &'static dyn Workload,
+    change: &Change,
     now: UtcTime,
 ) -> Decision {
-    let held = markers(request.old_object);
-    let original_strategy = match requested_strategy(request) {
-        Some(strategy) => strategy.to_string(),
-        None => held
-            .original_strategy
-            .map_or_else(|| default_strategy().to_string(), str::to_string),
+    let held = markers::read(request.old_object, workload.remembered_annotation());
+    let remembered = if requests_rolling_control(request, workload) {
+        control_or_default(workload, request.object).to_string()
+    } else if let Some(remembered) = held.remembered {
+        remembered.to_string()
+    } else {
+        // Labelled by hand: remember what it has now, never a default over an operator's own.
+        current_rolling_control(request, workload)
+            .cloned()
+            .unwrap_or_else(|| workload.default_control())
+            .to_string()
     };
     let previous = held.pending.unwrap_or_default();
-    let pending = if kind == ChangeKind::BindingOnly {
-        merge_pending(previous, delta)
+    let pending = if change.kind == ChangeKind::BindingOnly {
+        pending::merge(previous, &change.delta)
     } else {
         previous.to_string()
     };
     Decision::Hold {
+        workload,
         hold: Hold {
-            original_strategy,
+            remembered_key: workload.remembered_annotation(),
+            remembered,
             held_since: held
                 .held_since
                 .map_or_else(|| now.rfc3339(), str::to_string),
@@ -146,26 +178,59 @@ fn keep_hold(
     }
 }
 
-fn release(request: &Admission, because: String) -> Decision {
-    let held = markers(request.old_object);
-    let strategy = requested_strategy(request).cloned().unwrap_or_else(|| {
-        held.original_strategy
-            .and_then(|s| serde_json::from_str::<Value>(s).ok())
-            .filter(Value::is_object)
-            .unwrap_or_else(default_strategy)
+/// What a release writes back: nothing when the request sets a rolling control itself (it is
+/// the one to keep); else the remembered control when the API server accepts it; else the
+/// control the workload has, unless that is the hold's; else the API default.
+fn release(request: &Admission, workload: &'static dyn Workload, because: String) -> Decision {
+    let held = markers::read(request.old_object, workload.remembered_annotation());
+    let released = held.pending.unwrap_or_default().to_string();
+    let remembered = held.remembered.map(|text| {
+        serde_json::from_str::<Value>(text)
+            .ok()
+            .filter(|v| workload.accepts(v))
+            .ok_or(text)
     });
+    let (restore, invalid_remembered) = match remembered {
+        _ if requests_rolling_control(request, workload) => (None, None),
+        Some(Ok(remembered)) => (Some(remembered), None),
+        Some(Err(text)) => (Some(workload.default_control()), Some(text.to_string())),
+        None => match current_rolling_control(request, workload) {
+            Some(_) => (None, None),
+            None => (Some(workload.default_control()), None),
+        },
+    };
     Decision::Release {
-        strategy,
-        released: held.pending.unwrap_or_default().to_string(),
+        workload,
+        restore,
+        released,
         because,
+        invalid_remembered,
     }
 }
 
-/// The strategy a request sets while the workload is held, when it sets a new one: that is
-/// the strategy to restore (Korifi's runner resets it to the default on every write).
-fn requested_strategy<'a>(request: &Admission<'a>) -> Option<&'a Value> {
-    update_strategy(request.object)
-        .filter(|s| Some(*s) != update_strategy(request.old_object) && !is_on_delete(Some(s)))
+/// Whether the request sets a control that lets pods roll, other than the old object's (Korifi's
+/// runner resets the strategy on every write; `kubectl rollout resume` unpauses).
+fn requests_rolling_control(request: &Admission, workload: &dyn Workload) -> bool {
+    let requested = workload.control(request.object);
+    requested != workload.control(request.old_object) && !workload.stops_rollouts(requested)
+}
+
+/// The control the request or the old object has, when it lets pods roll.
+fn current_rolling_control<'a>(
+    request: &Admission<'a>,
+    workload: &dyn Workload,
+) -> Option<&'a Value> {
+    [request.object, request.old_object]
+        .into_iter()
+        .filter_map(|o| workload.control(o))
+        .find(|c| !workload.stops_rollouts(Some(c)))
+}
+
+fn control_or_default(workload: &dyn Workload, object: &Value) -> Value {
+    workload
+        .control(object)
+        .cloned()
+        .unwrap_or_else(|| workload.default_control())
 }
 
 fn being_deleted(object: &Value) -> bool {
@@ -173,28 +238,34 @@ fn being_deleted(object: &Value) -> bool {
 }
 
 /// Names the workload, the bindings and every way to apply the change now.
-fn rejection(request: &Admission, bindings: &str, windows: &[Window]) -> String {
-    let meta = |key: &str, fallback: &str| {
-        at(request.object, &["metadata", key])
-            .and_then(Value::as_str)
-            .unwrap_or(fallback)
-            .to_string()
+fn reject(
+    request: &Admission,
+    workload: &dyn Workload,
+    change: &Change,
+    windows: &[Window],
+) -> Decision {
+    let meta = |key: &str, fallback: &'static str| {
+        text_at(request.object, &["metadata", key]).unwrap_or(fallback)
     };
-    let (namespace, name) = (
-        meta("namespace", request.namespace),
-        meta("name", request.name),
-    );
-    let app = at(
+    let namespace = meta("namespace", "");
+    let namespace = if namespace.is_empty() {
+        request.namespace
+    } else {
+        namespace
+    };
+    let name = meta("name", "");
+    let name = if name.is_empty() { request.name } else { name };
+    let app = text_at(
         request.object,
         &["metadata", "labels", "korifi.cloudfoundry.org/app-guid"],
     )
-    .and_then(Value::as_str)
     .map(|guid| format!(" (Cloud Foundry app guid {guid})"))
     .unwrap_or_default();
-    let bindings = if bindings.is_empty() {
+    let bindings = pending::merge("", &change.delta);
+    let shown = if bindings.is_empty() {
         "a projection change"
     } else {
-        bindings
+        bindings.as_str()
     };
     let windows = if windows.is_empty() {
         String::new()
@@ -202,10 +273,13 @@ fn rejection(request: &Admission, bindings: &str, windows: &[Window]) -> String 
         let list: Vec<String> = windows.iter().map(Window::to_string).collect();
         format!(", or wait for a maintenance window ({})", list.join("; "))
     };
-    format!(
-        "restage-gate refused an update of StatefulSet {namespace}/{name}{app}: its only pod-template \
-         change is service binding {bindings}, which would restart every pod (mode: reject). To apply \
+    let kind = workload.kind();
+    let message = format!(
+        "restage-gate refused an update of {kind} {namespace}/{name}{app}: its only pod-template \
+         change is service binding {shown}, which would restart every pod (mode: reject). To apply \
          it now, restart or restage the app (cf restart / cf restage), or run \
-         `kubectl rollout restart statefulset/{name} -n {namespace}`{windows}."
-    )
+         `kubectl rollout restart {}/{name} -n {namespace}`{windows}.",
+        kind.to_lowercase()
+    );
+    Decision::Reject { message, bindings }
 }

@@ -1,10 +1,10 @@
-//! Policy settings (DESIGN.md §4). Read from raw JSON so that every refusal can name the exact
+//! Policy settings. Read from raw JSON so that every refusal can name the exact
 //! field (`maintenanceWindows[i].start`) and the value it refuses; unknown fields are refused, so
 //! a typo cannot silently switch a feature off.
 
 use serde_json::{Map, Value};
 
-use crate::artefacts::ArtefactRules;
+use crate::template::artefacts::ArtefactRules;
 use crate::window::{parse_day, parse_time, Window};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -2,20 +2,16 @@
 //! the whole evaluation, without the wasm boundary, to see what the boundary costs.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use restage_gate::artefacts::ArtefactRules;
-use restage_gate::classify::classify;
 use restage_gate::clock::UtcTime;
-use restage_gate::hold::{self, Hold};
+use restage_gate::template::artefacts::ArtefactRules;
+use restage_gate::template::classify::classify;
+use restage_gate::workload::{self, StatefulSet, Workload};
 use restage_gate_e2e::workloads::cases;
 
 fn native(c: &mut Criterion) {
     let rules = ArtefactRules::default();
     let now = UtcTime(1_796_230_266);
-    let hold = Hold {
-        original_strategy: hold::default_strategy().to_string(),
-        held_since: now.rfc3339(),
-        pending: "+orders-db".into(),
-    };
+    let hold = workload::default_hold(&StatefulSet, &now.rfc3339(), "+orders-db");
     for case in cases() {
         let payload = serde_json::to_vec(&case.payload).expect("serialisable");
         c.bench_function(&format!("classify: {}", case.name), |b| {
@@ -36,8 +32,12 @@ fn native(c: &mut Criterion) {
             b.iter_batched(
                 || object.clone(),
                 |mut o| {
-                    let held = hold::apply(&mut o, &hold);
-                    let released = hold::release(&mut o, hold::default_strategy());
+                    let held = workload::hold(&mut o, &StatefulSet, &hold);
+                    let released = workload::release(
+                        &mut o,
+                        &StatefulSet,
+                        Some(StatefulSet.default_control()),
+                    );
                     (held, released, o)
                 },
                 criterion::BatchSize::SmallInput,

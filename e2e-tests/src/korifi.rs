@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use restage_gate::hold::{self, Hold};
+use restage_gate::workload::{self, StatefulSet};
 use serde_json::{json, Value};
 
 use crate::projector::Binding;
@@ -78,12 +78,8 @@ pub fn rollout_restart(sts: &mut Value, at: &str) {
 /// The workload as restage-gate leaves it when it holds `pending` since `since`, with the
 /// API server's default strategy remembered.
 pub fn held(mut sts: Value, pending: &str, since: &str) -> Value {
-    let hold = Hold {
-        original_strategy: hold::default_strategy().to_string(),
-        held_since: since.into(),
-        pending: pending.into(),
-    };
+    let hold = workload::default_hold(&StatefulSet, since, pending);
     // fixtures are well-formed StatefulSets, which always take the markers
-    hold::apply(&mut sts, &hold).expect("a StatefulSet takes the markers");
+    workload::hold(&mut sts, &StatefulSet, &hold).expect("a StatefulSet takes the markers");
     sts
 }

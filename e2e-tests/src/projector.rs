@@ -102,13 +102,19 @@ pub fn project(workload: &mut Value, binding: &Binding) {
             continue;
         };
         for container in containers {
+            let env = list_at(container, "env");
+            // the container's own root when it declares one; the projector's otherwise
+            let root = match env.iter().find(|e| e["name"] == "SERVICE_BINDING_ROOT") {
+                Some(own) => own["value"].as_str().unwrap_or(ROOT).to_string(),
+                None => {
+                    env.push(json!({"name": "SERVICE_BINDING_ROOT", "value": ROOT}));
+                    ROOT.to_string()
+                }
+            };
             let mount = json!({"name": binding.volume_name(), "readOnly": true,
-                "mountPath": format!("{ROOT}/{}", binding.name)});
+                "mountPath": format!("{}/{}", root.trim_end_matches('/'), binding.name)});
             push_sorted(list_at(container, "volumeMounts"), mount);
             let env = list_at(container, "env");
-            if !env.iter().any(|e| e["name"] == "SERVICE_BINDING_ROOT") {
-                env.push(json!({"name": "SERVICE_BINDING_ROOT", "value": ROOT}));
-            }
             for (name, key) in &binding.env {
                 let value_from = match key.as_str() {
                     "type" | "provider" => {

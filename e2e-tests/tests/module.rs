@@ -1,4 +1,4 @@
-//! The compiled module, in the runtime Kubewarden uses: every row of DESIGN.md §3 and every
+//! The compiled module, in the runtime Kubewarden uses: every row of the decision table (docs/design.md §4) and every
 //! platform write, asserting allowed/denied, the decoded JSON patch, the warning and the audit
 //! annotations exactly; and `validate_settings` of the module.
 

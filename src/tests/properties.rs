@@ -8,11 +8,12 @@ use serde_json::{json, Value};
 
 use super::changed_paths;
 use super::projector::{project, unproject, Binding};
-use crate::artefacts::ArtefactRules;
-use crate::classify::{classify, ChangeKind};
 use crate::clock::UtcTime;
 use crate::evaluate;
-use crate::hold::{self, Hold};
+use crate::markers::{self, Hold, ORIGINAL_STRATEGY_ANNOTATION};
+use crate::template::artefacts::ArtefactRules;
+use crate::template::classify::{classify, ChangeKind};
+use crate::workload::{self, StatefulSet};
 
 const NOW: UtcTime = UtcTime(1_796_230_266);
 
@@ -100,6 +101,11 @@ enum Edit {
     UnknownField,
     AppVolume,
     Command,
+    /// Look-alikes of artefacts that are the app's own.
+    OwnRoot(String),
+    LookalikeVolume,
+    UidConfigMapVolume,
+    PrefixAnnotation(String),
 }
 
 fn edit() -> impl Strategy<Value = Edit> {
@@ -110,6 +116,10 @@ fn edit() -> impl Strategy<Value = Edit> {
         Just(Edit::UnknownField),
         Just(Edit::AppVolume),
         Just(Edit::Command),
+        "/[a-z]{1,6}(/[a-z]{1,4})?".prop_map(Edit::OwnRoot),
+        Just(Edit::LookalikeVolume),
+        Just(Edit::UidConfigMapVolume),
+        "[a-z]{1,8}".prop_map(Edit::PrefixAnnotation),
     ]
 }
 
@@ -126,14 +136,33 @@ fn apply_edit(sts: &mut Value, edit: &Edit) {
             t["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"] = json!(v)
         }
         Edit::UnknownField => t["spec"]["someFutureField"] = json!({"enabled": true}),
-        Edit::AppVolume => {
-            let volume = json!({"name": "added-cache", "emptyDir": {}});
-            match t["spec"]["volumes"].as_array_mut() {
-                Some(v) => v.insert(0, volume),
-                None => t["spec"]["volumes"] = json!([volume]),
+        Edit::AppVolume => add_volume(t, json!({"name": "added-cache", "emptyDir": {}})),
+        Edit::LookalikeVolume => add_volume(
+            t,
+            json!({"name": "servicebinding-overrides", "projected": {"sources": [{"configMap": {"name": "o"}}]}}),
+        ),
+        Edit::UidConfigMapVolume => add_volume(
+            t,
+            json!({"name": "servicebinding-0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", "configMap": {"name": "o"}}),
+        ),
+        Edit::OwnRoot(root) => {
+            let own = json!({"name": "SERVICE_BINDING_ROOT", "value": root});
+            match t["spec"]["containers"][0]["env"].as_array_mut() {
+                Some(env) => env.insert(0, own),
+                None => t["spec"]["containers"][0]["env"] = json!([own]),
             }
         }
+        Edit::PrefixAnnotation(key) => {
+            t["metadata"]["annotations"][format!("projector.servicebinding.io/{key}")] = json!("x")
+        }
         Edit::Command => t["spec"]["containers"][0]["command"] = json!(["run"]),
+    }
+}
+
+fn add_volume(template: &mut Value, volume: Value) {
+    match template["spec"]["volumes"].as_array_mut() {
+        Some(v) => v.insert(0, volume),
+        None => template["spec"]["volumes"] = json!([volume]),
     }
 }
 
@@ -152,11 +181,12 @@ fn mutated(old: &Value, new: &Value) -> Option<Value> {
 fn held(sts: Value, strategy: &Value) -> Value {
     let mut sts = sts;
     let hold = Hold {
-        original_strategy: strategy.to_string(),
+        remembered_key: ORIGINAL_STRATEGY_ANNOTATION,
+        remembered: strategy.to_string(),
         held_since: "2026-12-01T09:00:00Z".into(),
         pending: "+svc-1".into(),
     };
-    hold::apply(&mut sts, &hold).expect("writable");
+    workload::hold(&mut sts, &StatefulSet, &hold).expect("writable");
     sts
 }
 
@@ -242,7 +272,7 @@ proptest! {
         apply_edit(&mut new, &e);
         let out = mutated(&old, &new).expect("a release mutates");
         prop_assert_eq!(&out["spec"]["updateStrategy"], &remembered);
-        prop_assert!(!hold::is_held(&out));
+        prop_assert!(!markers::is_held(&out));
     }
 
     #[test]

@@ -1,19 +1,20 @@
 //! `validate` over whole UPDATE requests built from Korifi v0.14 objects: one case per row of
-//! DESIGN.md §3 and per platform write, asserting the decision and, for every mutation, the
+//! the decision table (docs/design.md §4) and per platform write, asserting the decision and, for every mutation, the
 //! exact set of JSON paths it changes.
 
-use kubewarden_policy_sdk::response::ValidationResponse;
 use serde_json::{json, Value};
 
-use super::projector::{project, unproject, Binding};
-use super::{changed_paths, fixture, push, set};
-use crate::clock::UtcTime;
-use crate::hold::{self, default_strategy, Hold};
-use crate::{evaluate, WARNING_LIMIT};
+use super::projector::{project, unproject};
+use super::{
+    annotation, bound, changed_paths, check, fixture, orders_db, push, restarted, rolling_deploy,
+    runner_write, set, unbound, update, upsi, with, Expect, Request, EARLIER, NOW,
+};
+use crate::evaluate;
+use crate::markers::{
+    self, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
+};
+use crate::workload::StatefulSet;
 
-/// Wednesday 2026-12-02T16:51:06Z.
-const NOW: UtcTime = UtcTime(1_796_230_266);
-const EARLIER: &str = "2026-12-01T09:00:00Z";
 const UPSI: &str = "d41d8cd9-8f00-4b20-9e80-0998ecf8427e";
 
 /// What a first hold changes on a StatefulSet whose strategy was RollingUpdate{partition}.
@@ -26,206 +27,9 @@ const HOLD_PATHS: [&str; 6] = [
     "/spec/updateStrategy/type",
 ];
 
-fn unbound() -> Value {
-    fixture("statefulset-0-unbound.json")
-}
-
-fn bound() -> Value {
-    fixture("statefulset-1-bound-upsi.json")
-}
-
-fn upsi() -> Binding {
-    Binding::from_service_binding(&fixture("servicebinding-user-provided.json")).expect("binding")
-}
-
-fn orders_db() -> Binding {
-    Binding::from_service_binding(&fixture("servicebinding-managed-orders-db.json"))
-        .expect("binding")
-}
-
-fn with(mut sts: Value, edit: impl FnOnce(&mut Value)) -> Value {
-    edit(&mut sts);
-    sts
-}
-
 /// A StatefulSet as restage-gate left it when it held `pending` at EARLIER.
 fn held(sts: Value, pending: &str) -> Value {
-    with(sts, |s| {
-        let hold = Hold {
-            original_strategy: default_strategy().to_string(),
-            held_since: EARLIER.into(),
-            pending: pending.into(),
-        };
-        hold::apply(s, &hold).expect("writable");
-    })
-}
-
-/// Korifi's statefulset-runner: its desired spec, labels and annotations (no projection, no
-/// markers), with the API server's default strategy.
-fn runner_write(current: &Value) -> Value {
-    with(unbound(), |s| {
-        for key in ["resourceVersion", "generation"] {
-            s["metadata"][key] = current["metadata"][key].clone();
-        }
-    })
-}
-
-/// A rolling deploy: new `version` label and annotation, new droplet image.
-fn rolling_deploy(sts: &mut Value) {
-    for at in ["/metadata", "/spec/template/metadata"] {
-        set(
-            sts,
-            &format!("{at}/labels/korifi.cloudfoundry.org~1version"),
-            json!("1"),
-        );
-        set(
-            sts,
-            &format!("{at}/annotations/korifi.cloudfoundry.org~1version"),
-            json!("1"),
-        );
-    }
-    set(
-        sts,
-        "/spec/template/spec/containers/0/image",
-        json!("registry.example.com/korifi/droplets@sha256:1111"),
-    );
-}
-
-fn restarted(sts: &mut Value) {
-    set(
-        sts,
-        "/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt",
-        json!("2026-12-02T16:50:00Z"),
-    );
-}
-
-struct Request {
-    operation: &'static str,
-    kind: &'static str,
-    sub_resource: &'static str,
-    old: Value,
-    new: Value,
-    settings: Value,
-    now: UtcTime,
-}
-
-fn update(old: Value, new: Value) -> Request {
-    Request {
-        operation: "UPDATE",
-        kind: "StatefulSet",
-        sub_resource: "",
-        old,
-        new,
-        settings: json!({}),
-        now: NOW,
-    }
-}
-
-impl Request {
-    fn settings(mut self, settings: Value) -> Self {
-        self.settings = settings;
-        self
-    }
-
-    fn payload(&self) -> Value {
-        let meta = |key: &str| {
-            [&self.new, &self.old]
-                .iter()
-                .find_map(|o| o["metadata"][key].as_str())
-                .unwrap_or_default()
-                .to_string()
-        };
-        json!({"settings": self.settings, "request": {
-            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-            "kind": {"group": "apps", "version": "v1", "kind": self.kind},
-            "resource": {"group": "apps", "version": "v1", "resource": "statefulsets"},
-            "subResource": self.sub_resource,
-            "name": meta("name"),
-            "namespace": meta("namespace"),
-            "operation": self.operation,
-            "userInfo": {"username": "system:serviceaccount:cf:korifi-controllers", "groups": ["system:serviceaccounts"]},
-            "object": self.new,
-            "oldObject": self.old,
-            "dryRun": false,
-        }})
-    }
-
-    fn run(&self) -> ValidationResponse {
-        let bytes = serde_json::to_vec(&self.payload()).expect("serialisable");
-        evaluate(&bytes, self.now)
-    }
-}
-
-#[derive(Debug)]
-enum Expect {
-    /// Accepted unchanged, nothing said.
-    Plain,
-    /// Accepted with this mutation (exact changed paths) and `decision`.
-    Mutated(&'static str, &'static [&'static str]),
-    /// Accepted unchanged, with a warning and `decision`.
-    Noted(&'static str),
-    /// Refused.
-    Rejected,
-}
-
-fn check(name: &str, request: &Request, expect: Expect) -> ValidationResponse {
-    let r = request.run();
-    let decision = r
-        .audit_annotations
-        .as_ref()
-        .and_then(|a| a.get("decision"))
-        .cloned();
-    for w in r.warnings.iter().flatten() {
-        assert!(
-            w.chars().count() <= WARNING_LIMIT,
-            "{name}: warning too long: {w}"
-        );
-    }
-    match expect {
-        Expect::Plain => {
-            assert!(r.accepted, "{name}: accepted");
-            assert!(r.mutated_object.is_none(), "{name}: not mutated");
-            assert!(
-                r.warnings.is_none() && r.audit_annotations.is_none(),
-                "{name}: silent"
-            );
-        }
-        Expect::Mutated(want, paths) => {
-            assert!(r.accepted, "{name}: accepted");
-            let mutated = r
-                .mutated_object
-                .as_ref()
-                .unwrap_or_else(|| panic!("{name}: mutated"));
-            let changed: Vec<String> = changed_paths(&request.new, mutated).into_iter().collect();
-            assert_eq!(changed, paths, "{name}: changed paths");
-            assert_eq!(decision.as_deref(), Some(want), "{name}: decision");
-            assert_eq!(
-                r.warnings.as_ref().map(Vec::len),
-                Some(1),
-                "{name}: one warning"
-            );
-        }
-        Expect::Noted(want) => {
-            assert!(r.accepted, "{name}: accepted");
-            assert!(r.mutated_object.is_none(), "{name}: not mutated");
-            assert_eq!(decision.as_deref(), Some(want), "{name}: decision");
-            assert_eq!(
-                r.warnings.as_ref().map(Vec::len),
-                Some(1),
-                "{name}: one warning"
-            );
-        }
-        Expect::Rejected => {
-            assert!(!r.accepted, "{name}: rejected");
-            assert_eq!(decision.as_deref(), Some("rejected"), "{name}: decision");
-            assert!(r.message.is_some(), "{name}: message");
-        }
-    }
-    r
-}
-
-fn annotation<'a>(sts: &'a Value, key: &str) -> Option<&'a str> {
-    sts.pointer("/metadata/annotations")?.get(key)?.as_str()
+    super::held(sts, &StatefulSet, pending)
 }
 
 const WINDOW_NOW: &str =
@@ -286,7 +90,10 @@ fn validate_follows_the_decision_table() {
         ("create", Request { operation: "CREATE", ..update(Value::Null, bound()) }, Plain),
         ("delete", Request { operation: "DELETE", ..update(bound(), Value::Null) }, Plain),
         ("connect", Request { operation: "CONNECT", ..update(bound(), bound()) }, Plain),
-        ("another kind", Request { kind: "Deployment", ..update(unbound(), bound()) }, Plain),
+        ("a ReplicaSet", Request { kind: "ReplicaSet", ..update(unbound(), bound()) }, Plain),
+        ("a ReplicationController", Request { kind: "ReplicationController", ..update(unbound(), bound()) }, Plain),
+        ("a CronJob", Request { kind: "CronJob", ..update(unbound(), bound()) }, Plain),
+        ("a Job", Request { kind: "Job", ..update(unbound(), bound()) }, Plain),
         ("object being deleted", update(unbound(), with(bound(), |s| s["metadata"]["deletionTimestamp"] = json!("2026-12-02T16:50:00Z"))), Plain),
         ("malformed object", update(unbound(), json!("garbage")), Noted("unreadable")),
         ("template not an object", update(unbound(), with(bound(), |s| s["spec"]["template"] = json!([1]))), Noted("unreadable")),
@@ -308,16 +115,16 @@ fn first_bind_is_held_with_every_marker() {
     assert_eq!(sts["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
     assert_eq!(sts["metadata"]["labels"]["restage-gate.io/held"], "true");
     let original: Value = serde_json::from_str(
-        annotation(&sts, hold::ORIGINAL_STRATEGY_ANNOTATION).expect("original strategy"),
+        annotation(&sts, ORIGINAL_STRATEGY_ANNOTATION).expect("original strategy"),
     )
     .expect("JSON");
     assert_eq!(original, bound()["spec"]["updateStrategy"]);
     assert_eq!(
-        annotation(&sts, hold::HELD_SINCE_ANNOTATION),
+        annotation(&sts, HELD_SINCE_ANNOTATION),
         Some("2026-12-02T16:51:06Z")
     );
     assert_eq!(
-        annotation(&sts, hold::PENDING_ANNOTATION),
+        annotation(&sts, PENDING_ANNOTATION),
         Some(&*format!("+{UPSI}"))
     );
     assert_eq!(
@@ -335,7 +142,7 @@ fn unbind_is_held_and_the_removed_volume_is_not_kept() {
     let r = update(bound(), unbind.clone()).run();
     let sts = r.mutated_object.expect("mutated");
     assert_eq!(
-        annotation(&sts, hold::PENDING_ANNOTATION),
+        annotation(&sts, PENDING_ANNOTATION),
         Some(&*format!("-{UPSI}"))
     );
     assert_eq!(sts["spec"]["template"], unbind["spec"]["template"]);
@@ -356,13 +163,13 @@ fn second_bind_while_held_refreshes_pending_and_keeps_the_rest() {
     let r = update(old.clone(), with(old.clone(), |s| project(s, &orders_db()))).run();
     let sts = r.mutated_object.expect("mutated");
     assert_eq!(
-        annotation(&sts, hold::PENDING_ANNOTATION),
+        annotation(&sts, PENDING_ANNOTATION),
         Some(&*format!("+{UPSI} +orders-db"))
     );
-    assert_eq!(annotation(&sts, hold::HELD_SINCE_ANNOTATION), Some(EARLIER));
+    assert_eq!(annotation(&sts, HELD_SINCE_ANNOTATION), Some(EARLIER));
     assert_eq!(
-        annotation(&sts, hold::ORIGINAL_STRATEGY_ANNOTATION),
-        annotation(&old, hold::ORIGINAL_STRATEGY_ANNOTATION)
+        annotation(&sts, ORIGINAL_STRATEGY_ANNOTATION),
+        annotation(&old, ORIGINAL_STRATEGY_ANNOTATION)
     );
 }
 
@@ -377,9 +184,9 @@ fn runner_patch_while_held_reapplies_the_old_markers_unchanged() {
         "label re-applied"
     );
     for key in [
-        hold::ORIGINAL_STRATEGY_ANNOTATION,
-        hold::HELD_SINCE_ANNOTATION,
-        hold::PENDING_ANNOTATION,
+        ORIGINAL_STRATEGY_ANNOTATION,
+        HELD_SINCE_ANNOTATION,
+        PENDING_ANNOTATION,
     ] {
         assert_eq!(annotation(&sts, key), annotation(&old, key), "{key}");
     }
@@ -398,7 +205,7 @@ fn strategy_changed_by_a_request_while_held_is_the_one_restored() {
         .mutated_object
         .expect("mutated");
     assert_eq!(kept["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
-    let remembered = annotation(&kept, hold::ORIGINAL_STRATEGY_ANNOTATION).expect("annotation");
+    let remembered = annotation(&kept, ORIGINAL_STRATEGY_ANNOTATION).expect("annotation");
     assert_eq!(
         serde_json::from_str::<Value>(remembered).expect("JSON"),
         custom
@@ -418,12 +225,10 @@ fn release_restores_the_original_strategy_and_removes_the_markers() {
     let r = update(old, deploy.clone()).run();
     let sts = r.mutated_object.expect("released");
     assert_eq!(sts["spec"]["updateStrategy"], original);
-    assert!(!hold::is_held(&sts));
-    let markers = hold::markers(&sts);
+    assert!(!markers::is_held(&sts));
+    let markers = markers::read(&sts, ORIGINAL_STRATEGY_ANNOTATION);
     assert!(
-        markers.original_strategy.is_none()
-            && markers.held_since.is_none()
-            && markers.pending.is_none()
+        markers.remembered.is_none() && markers.held_since.is_none() && markers.pending.is_none()
     );
     let audit = r.audit_annotations.expect("audit");
     assert_eq!(audit["released"], format!("+{UPSI}"));
@@ -448,10 +253,7 @@ fn projection_with_type_provider_and_env_mappings_is_held() {
         Expect::Mutated("held", &HOLD_PATHS),
     );
     let sts = r.mutated_object.expect("mutated");
-    assert_eq!(
-        annotation(&sts, hold::PENDING_ANNOTATION),
-        Some("+orders-db")
-    );
+    assert_eq!(annotation(&sts, PENDING_ANNOTATION), Some("+orders-db"));
 }
 
 #[test]
@@ -467,7 +269,7 @@ fn legacy_vmware_projection_is_held() {
         push(
             t,
             "/spec/volumes",
-            json!({"name": volume, "secret": {"secretName": "legacy-db-secret"}}),
+            json!({"name": volume, "projected": {"sources": [{"secret": {"name": "legacy-db-secret"}}]}}),
         );
         push(
             t,
@@ -486,10 +288,7 @@ fn legacy_vmware_projection_is_held() {
         Expect::Mutated("held", &HOLD_PATHS),
     );
     let sts = r.mutated_object.expect("mutated");
-    assert_eq!(
-        annotation(&sts, hold::PENDING_ANNOTATION),
-        Some("+legacy-db")
-    );
+    assert_eq!(annotation(&sts, PENDING_ANNOTATION), Some("+legacy-db"));
 }
 
 #[test]

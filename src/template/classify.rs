@@ -1,12 +1,13 @@
-//! Template classification (DESIGN.md §3): compare `oldObject.spec.template` with
-//! `object.spec.template` as raw JSON, with binding artefacts left out of both.
+//! Template classification: compare `oldObject.spec.template` with `object.spec.template` as
+//! raw JSON, with binding artefacts left out of both.
 //!
 //! The comparison walks both templates side by side instead of building stripped copies, so
 //! every field the policy does not know still takes part (as raw JSON) and nothing is cloned.
 
 use serde_json::{Map, Value};
 
-use crate::artefacts::{items, ArtefactRules, Artefacts};
+use crate::json::items;
+use crate::template::artefacts::{ArtefactRules, Artefacts};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeKind {
@@ -14,8 +15,9 @@ pub enum ChangeKind {
     NoChange,
     /// Only binding artefacts differ.
     BindingOnly,
-    /// Binding-only, and the new template lost every artefact the old one had: a controller
-    /// wrote its own desired template; the projector restores live bindings in the same request.
+    /// Binding-only, and the new template lost every artefact the old one had, the projector's
+    /// own root included (which unbinding never removes): a controller wrote its own desired
+    /// template; the projector restores live bindings in the same request.
     Wipe,
     /// Anything else differs: the pods are going to roll anyway.
     Restage,
@@ -35,12 +37,21 @@ pub struct BindingDelta {
 pub struct Change {
     pub kind: ChangeKind,
     pub delta: BindingDelta,
+    /// Binding-only, and no artefact is left where the old template had some: the last unbind
+    /// of an app that declares its own root, or an overwrite by a controller that the template
+    /// alone cannot tell apart (the policy asks the workload's markers).
+    pub emptied: bool,
+    /// Binding secrets the old template projects and the new one no longer does (a binding
+    /// removed, or switched to another secret): the unbind deletes them.
+    pub dropped_secrets: Vec<String>,
 }
 
 pub fn classify(old: &Value, new: &Value, rules: &ArtefactRules) -> Change {
     let unchanged = |kind| Change {
         kind,
+        emptied: false,
         delta: BindingDelta::default(),
+        dropped_secrets: Vec::new(),
     };
     if old == new {
         return unchanged(ChangeKind::NoChange);
@@ -50,12 +61,22 @@ pub fn classify(old: &Value, new: &Value, rules: &ArtefactRules) -> Change {
         return unchanged(ChangeKind::Restage);
     }
     // A bind leaves artefacts in the new template: asked first, it settles most requests.
-    if !artefacts.present_in(new) && artefacts.present_in(old) {
+    let emptied = !artefacts.present_in(new) && artefacts.present_in(old);
+    // The projector never removes its own root: a template that lost it was overwritten.
+    if emptied && artefacts.has_projector_root(old) {
         return unchanged(ChangeKind::Wipe);
     }
+    let kept = artefacts.secrets_in(new);
     Change {
         kind: ChangeKind::BindingOnly,
+        emptied,
         delta: delta(old, new, &artefacts),
+        dropped_secrets: artefacts
+            .secrets_in(old)
+            .into_iter()
+            .filter(|s| !kept.contains(s))
+            .map(str::to_string)
+            .collect(),
     }
 }
 

@@ -1,0 +1,171 @@
+//! What a held workload carries on its own metadata, never in the pod template: the label
+//! operators select held workloads by, the remembered rollout control, when the hold began and
+//! what it holds; and the annotation an operator sets to release it.
+
+use serde_json::{json, Value};
+
+use crate::json::{at, existing_map_at, map_at, set, Unwritable};
+
+pub const HELD_LABEL: &str = "restage-gate.io/held";
+/// The replaced `spec.updateStrategy` (StatefulSet, DaemonSet), as JSON.
+pub const ORIGINAL_STRATEGY_ANNOTATION: &str = "restage-gate.io/original-update-strategy";
+/// The replaced `spec.paused` (Deployment), as JSON.
+pub const ORIGINAL_PAUSED_ANNOTATION: &str = "restage-gate.io/original-paused";
+pub const HELD_SINCE_ANNOTATION: &str = "restage-gate.io/held-since";
+pub const PENDING_ANNOTATION: &str = "restage-gate.io/pending";
+/// Set by an operator (any value) to apply the held changes now.
+pub const RELEASE_ANNOTATION: &str = "restage-gate.io/release";
+
+/// Every key the policy may leave on a workload; a release removes them all.
+const ANNOTATIONS: [&str; 5] = [
+    ORIGINAL_STRATEGY_ANNOTATION,
+    ORIGINAL_PAUSED_ANNOTATION,
+    HELD_SINCE_ANNOTATION,
+    PENDING_ANNOTATION,
+    RELEASE_ANNOTATION,
+];
+
+/// The markers a held workload leaves admission with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    /// The annotation that remembers the replaced control (per kind).
+    pub remembered_key: &'static str,
+    /// The replaced control, as JSON.
+    pub remembered: String,
+    /// RFC 3339 UTC, the time of the first held change.
+    pub held_since: String,
+    /// Held binding changes by binding name: `+added -removed ~changed`.
+    pub pending: String,
+}
+
+/// The markers found on an object, each as it is written there.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Markers<'a> {
+    pub remembered: Option<&'a str>,
+    pub held_since: Option<&'a str>,
+    pub pending: Option<&'a str>,
+}
+
+pub fn is_held(object: &Value) -> bool {
+    at(object, &["metadata", "labels", HELD_LABEL]).and_then(Value::as_str) == Some("true")
+}
+
+pub fn release_requested(object: &Value) -> bool {
+    at(object, &["metadata", "annotations", RELEASE_ANNOTATION]).is_some_and(|v| !v.is_null())
+}
+
+pub fn read<'a>(object: &'a Value, remembered_key: &str) -> Markers<'a> {
+    let annotations = at(object, &["metadata", "annotations"]);
+    let annotation = |key| annotations.and_then(|a| a.get(key)).and_then(Value::as_str);
+    Markers {
+        remembered: annotation(remembered_key),
+        held_since: annotation(HELD_SINCE_ANNOTATION),
+        pending: annotation(PENDING_ANNOTATION),
+    }
+}
+
+/// Writes the label and every annotation of `hold`. Returns whether anything changed.
+pub fn write(object: &mut Value, hold: &Hold) -> Result<bool, Unwritable> {
+    let labels = map_at(object, &["metadata", "labels"])?;
+    let mut changed = set(labels, HELD_LABEL, json!("true"));
+    let annotations = map_at(object, &["metadata", "annotations"])?;
+    for (key, value) in [
+        (hold.remembered_key, &hold.remembered),
+        (HELD_SINCE_ANNOTATION, &hold.held_since),
+        (PENDING_ANNOTATION, &hold.pending),
+    ] {
+        changed |= set(annotations, key, json!(value));
+    }
+    Ok(changed)
+}
+
+/// Removes the label, every marker annotation and the release request. Returns whether
+/// anything changed.
+pub fn remove(object: &mut Value) -> Result<bool, Unwritable> {
+    let mut changed = false;
+    if let Some(labels) = existing_map_at(object, &["metadata", "labels"])? {
+        changed |= labels.remove(HELD_LABEL).is_some();
+    }
+    if let Some(annotations) = existing_map_at(object, &["metadata", "annotations"])? {
+        for key in ANNOTATIONS {
+            changed |= annotations.remove(key).is_some();
+        }
+    }
+    Ok(changed)
+}
+
+/// Removes only the release request (on a workload that is not held).
+pub fn remove_release_request(object: &mut Value) -> Result<bool, Unwritable> {
+    Ok(existing_map_at(object, &["metadata", "annotations"])?
+        .is_some_and(|a| a.remove(RELEASE_ANNOTATION).is_some()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hold() -> Hold {
+        Hold {
+            remembered_key: ORIGINAL_STRATEGY_ANNOTATION,
+            remembered: r#"{"rollingUpdate":{"partition":0},"type":"RollingUpdate"}"#.into(),
+            held_since: "2026-12-02T16:51:06Z".into(),
+            pending: "+orders-db".into(),
+        }
+    }
+
+    #[test]
+    fn write_sets_the_label_and_every_annotation_once() {
+        let mut sts = json!({"metadata": {"name": "app"}, "spec": {}});
+        assert_eq!(write(&mut sts, &hold()), Ok(true));
+        assert!(is_held(&sts));
+        let m = read(&sts, ORIGINAL_STRATEGY_ANNOTATION);
+        assert_eq!(m.remembered, Some(hold().remembered.as_str()));
+        assert_eq!(m.held_since, Some("2026-12-02T16:51:06Z"));
+        assert_eq!(m.pending, Some("+orders-db"));
+        assert_eq!(
+            write(&mut sts, &hold()),
+            Ok(false),
+            "writing twice changes nothing"
+        );
+    }
+
+    #[test]
+    fn remove_drops_every_marker_and_the_release_request_only() {
+        let mut sts = json!({"metadata": {"labels": {"app": "x"},
+            "annotations": {"keep": "me", "restage-gate.io/release": "now"}}, "spec": {}});
+        write(&mut sts, &hold()).expect("writable");
+        assert_eq!(remove(&mut sts), Ok(true));
+        assert_eq!(
+            sts,
+            json!({"metadata": {"labels": {"app": "x"}, "annotations": {"keep": "me"}}, "spec": {}})
+        );
+        assert_eq!(remove(&mut sts), Ok(false));
+    }
+
+    #[test]
+    fn garbage_metadata_is_unwritable_not_a_panic() {
+        let mut sts = json!({"metadata": {"labels": "oops"}, "spec": {}});
+        assert_eq!(
+            write(&mut sts, &hold()),
+            Err(Unwritable("metadata.labels is not a JSON object".into()))
+        );
+        assert!(
+            remove(&mut json!({"metadata": 3})).is_ok(),
+            "no marker to remove"
+        );
+        assert!(remove(&mut json!({"metadata": {"labels": 3}})).is_err());
+    }
+
+    #[test]
+    fn a_release_request_is_any_value_of_the_annotation() {
+        for (value, want) in [
+            (json!("now"), true),
+            (json!(""), true),
+            (Value::Null, false),
+        ] {
+            let sts = json!({"metadata": {"annotations": {RELEASE_ANNOTATION: value}}});
+            assert_eq!(release_requested(&sts), want, "{value}");
+        }
+        assert!(!release_requested(&json!({"metadata": {}})));
+    }
+}

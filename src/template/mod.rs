@@ -1,0 +1,4 @@
+//! The pod template: what a binding projection is, and how two templates compare.
+
+pub mod artefacts;
+pub mod classify;

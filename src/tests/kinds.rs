@@ -1,0 +1,307 @@
+//! DaemonSets and Deployments, on fixtures modelled on what the servicebinding.io projector
+//! writes into them: one table per kind, plus the Deployment rules that keep new pods off
+//! deleted binding secrets.
+
+use serde_json::{json, Value};
+
+use super::projector::{project, unproject, Binding};
+use super::{annotation, check, fixture, held, restarted, update, with, Expect, Request};
+use crate::markers::{self, ORIGINAL_PAUSED_ANNOTATION, PENDING_ANNOTATION};
+use crate::workload::{DaemonSet, Deployment, Workload};
+
+fn orders() -> Binding {
+    Binding::new(
+        "1b2c3d4e-5f60-4718-829a-b0c1d2e3f405",
+        "orders-db",
+        "orders-db-secret",
+    )
+}
+
+fn cache() -> Binding {
+    Binding::new(
+        "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
+        "cache",
+        "cache-secret",
+    )
+}
+
+fn bind(object: Value, binding: &Binding) -> Value {
+    with(object, |o| project(o, binding))
+}
+
+fn unbind(object: Value, binding: &Binding) -> Value {
+    with(object, |o| unproject(o, &binding.uid, true))
+}
+
+fn daemonset() -> Value {
+    fixture("workloads/daemonset-unbound.json")
+}
+
+fn deployment() -> Value {
+    fixture("workloads/deployment-unbound.json")
+}
+
+fn scaled(object: Value) -> Value {
+    with(object, |o| o["spec"]["replicas"] = json!(5))
+}
+
+/// What a first hold changes when the strategy was `RollingUpdate` with parameters.
+const STRATEGY_HOLD: [&str; 6] = [
+    "/metadata/annotations/restage-gate.io~1held-since",
+    "/metadata/annotations/restage-gate.io~1original-update-strategy",
+    "/metadata/annotations/restage-gate.io~1pending",
+    "/metadata/labels/restage-gate.io~1held",
+    "/spec/updateStrategy/rollingUpdate",
+    "/spec/updateStrategy/type",
+];
+
+/// What a first hold changes on a Deployment.
+const PAUSE_HOLD: [&str; 5] = [
+    "/metadata/annotations/restage-gate.io~1held-since",
+    "/metadata/annotations/restage-gate.io~1original-paused",
+    "/metadata/annotations/restage-gate.io~1pending",
+    "/metadata/labels/restage-gate.io~1held",
+    "/spec/paused",
+];
+
+#[test]
+fn daemonsets_follow_the_decision_table() {
+    use Expect::*;
+    let ds = daemonset;
+    let bound = || bind(ds(), &orders());
+    let held_bound = || held(bound(), &DaemonSet, "+orders-db");
+    let rolling = || with(ds(), |d| d["status"]["updatedNumberScheduled"] = json!(2));
+    let on_delete = |d: Value| {
+        with(d, |d| {
+            d["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
+        })
+    };
+    let cases: Vec<(&str, Request, Expect)> = vec![
+        (
+            "bind",
+            update(ds(), bound()),
+            Mutated("held", &STRATEGY_HOLD),
+        ),
+        (
+            "unbind",
+            update(bound(), unbind(bound(), &orders())),
+            Mutated("held", &STRATEGY_HOLD),
+        ),
+        (
+            "second bind while held",
+            update(held_bound(), bind(held_bound(), &cache())),
+            Mutated("held", &["/metadata/annotations/restage-gate.io~1pending"]),
+        ),
+        (
+            "no change while held",
+            update(held_bound(), held_bound()),
+            Noted("held"),
+        ),
+        ("wipe", update(bound(), ds()), Plain),
+        (
+            "wipe while held",
+            update(held_bound(), ds()),
+            Mutated("held", &STRATEGY_HOLD),
+        ),
+        (
+            "restage while held",
+            update(held_bound(), with(held_bound(), restarted)),
+            Mutated("released", &STRATEGY_HOLD),
+        ),
+        (
+            "bind during a rollout",
+            update(rolling(), bind(rolling(), &orders())),
+            Plain,
+        ),
+        (
+            "bind with its own OnDelete",
+            update(on_delete(ds()), on_delete(bound())),
+            Plain,
+        ),
+        (
+            "reject mode bind",
+            update(ds(), bound()).settings(json!({"mode": "reject"})),
+            Rejected,
+        ),
+    ];
+    for (name, request, expect) in cases {
+        check(&format!("DaemonSet {name}"), &request, expect);
+    }
+}
+
+#[test]
+fn a_daemonset_hold_remembers_and_restores_its_own_strategy() {
+    let r = update(daemonset(), bind(daemonset(), &orders())).run();
+    let held = r.mutated_object.expect("held");
+    assert_eq!(held["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
+    let restarted_ds = with(held.clone(), restarted);
+    let released = update(held, restarted_ds)
+        .run()
+        .mutated_object
+        .expect("released");
+    assert_eq!(
+        released["spec"]["updateStrategy"],
+        daemonset()["spec"]["updateStrategy"]
+    );
+    assert!(!markers::is_held(&released));
+    let message = update(daemonset(), bind(daemonset(), &orders()))
+        .settings(json!({"mode": "reject"}))
+        .run()
+        .message
+        .expect("refused");
+    assert!(
+        message.contains("DaemonSet observability/log-shipper"),
+        "{message}"
+    );
+    assert!(
+        message.contains("kubectl rollout restart daemonset/log-shipper -n observability"),
+        "{message}"
+    );
+}
+
+#[test]
+fn deployments_follow_the_decision_table() {
+    use Expect::*;
+    let d = deployment;
+    let bound = || bind(d(), &orders());
+    let held_bound = || held(bound(), &Deployment, "+orders-db");
+    let rolling = || {
+        with(d(), |d| {
+            d["status"]["conditions"][1]["reason"] = json!("ReplicaSetUpdated");
+        })
+    };
+    let paused = |d: Value| with(d, |d| d["spec"]["paused"] = json!(true));
+    let resumed = |d: Value| with(d, |d| d["spec"]["paused"] = json!(false));
+    let cases: Vec<(&str, Request, Expect)> = vec![
+        ("bind", update(d(), bound()), Mutated("held", &PAUSE_HOLD)),
+        (
+            "second bind while held",
+            update(held_bound(), bind(held_bound(), &cache())),
+            Mutated("held", &["/metadata/annotations/restage-gate.io~1pending"]),
+        ),
+        (
+            "scale while held",
+            update(held_bound(), scaled(held_bound())),
+            Noted("held"),
+        ),
+        ("wipe", update(bound(), d()), Plain),
+        (
+            "restage while held",
+            update(held_bound(), with(held_bound(), restarted)),
+            Mutated("released", &PAUSE_HOLD),
+        ),
+        (
+            "rollout resume while held",
+            update(held_bound(), resumed(held_bound())),
+            Mutated(
+                "released",
+                &[
+                    "/metadata/annotations/restage-gate.io~1held-since",
+                    "/metadata/annotations/restage-gate.io~1original-paused",
+                    "/metadata/annotations/restage-gate.io~1pending",
+                    "/metadata/labels/restage-gate.io~1held",
+                ],
+            ),
+        ),
+        (
+            "unbind",
+            update(bound(), unbind(bound(), &orders())),
+            Noted("rolling"),
+        ),
+        (
+            "unbind while held",
+            update(held_bound(), unbind(held_bound(), &orders())),
+            Mutated("released", &PAUSE_HOLD),
+        ),
+        (
+            "bind during a rollout",
+            update(rolling(), bind(rolling(), &orders())),
+            Plain,
+        ),
+        (
+            "bind while its owner paused it",
+            update(paused(d()), paused(bound())),
+            Plain,
+        ),
+        (
+            "reject mode bind",
+            update(d(), bound()).settings(json!({"mode": "reject"})),
+            Rejected,
+        ),
+        (
+            "reject mode unbind",
+            update(bound(), unbind(bound(), &orders())).settings(json!({"mode": "reject"})),
+            Noted("rolling"),
+        ),
+    ];
+    for (name, request, expect) in cases {
+        check(&format!("Deployment {name}"), &request, expect);
+    }
+}
+
+#[test]
+fn a_deployment_hold_pauses_it_and_a_release_sets_paused_back() {
+    let r = update(deployment(), bind(deployment(), &orders())).run();
+    let held = r.mutated_object.expect("held");
+    assert_eq!(held["spec"]["paused"], json!(true));
+    assert_eq!(annotation(&held, ORIGINAL_PAUSED_ANNOTATION), Some("false"));
+    assert_eq!(annotation(&held, PENDING_ANNOTATION), Some("+orders-db"));
+    assert!(r.audit_annotations.expect("audit")["apply-now"]
+        .contains("kubectl rollout resume deployment/orders-server -n apps"));
+    let released = update(held.clone(), with(held, restarted))
+        .run()
+        .mutated_object
+        .expect("released");
+    assert_eq!(released["spec"]["paused"], json!(false));
+    assert!(!markers::is_held(&released));
+}
+
+#[test]
+fn a_deployment_change_that_switches_a_binding_secret_rolls_now() {
+    let bound = bind(deployment(), &orders());
+    let rotated = Binding {
+        secret: "orders-db-secret-2".into(),
+        ..orders()
+    };
+    let request = update(bound.clone(), bind(bound, &rotated));
+    let r = check("switched secret", &request, Expect::Noted("rolling"));
+    let warning = r.warnings.expect("warning").join(" ");
+    assert!(
+        warning.contains("orders-db-secret") && warning.contains("Deployment"),
+        "{warning}"
+    );
+}
+
+#[test]
+fn a_deployment_change_in_place_that_keeps_its_secrets_is_held() {
+    let bound = bind(deployment(), &orders());
+    let typed = Binding {
+        type_: Some("postgresql".into()),
+        ..orders()
+    };
+    let r = check(
+        "type added",
+        &update(bound.clone(), bind(bound, &typed)),
+        Expect::Mutated("held", &PAUSE_HOLD),
+    );
+    let sts = r.mutated_object.expect("held");
+    assert_eq!(annotation(&sts, PENDING_ANNOTATION), Some("~orders-db"));
+}
+
+#[test]
+fn a_deployment_remembered_paused_is_restored_only_when_valid() {
+    let old = with(
+        held(bind(deployment(), &orders()), &Deployment, "+orders-db"),
+        |d| d["metadata"]["annotations"][ORIGINAL_PAUSED_ANNOTATION] = json!("yes"),
+    );
+    let r = update(old.clone(), with(old, restarted)).run();
+    let reason = r.audit_annotations.expect("audit")["reason"].clone();
+    assert!(
+        reason.contains("spec.paused yes is not valid for a Deployment"),
+        "{reason}"
+    );
+    assert_eq!(
+        r.mutated_object.expect("released")["spec"]["paused"],
+        Deployment.default_control()
+    );
+}

@@ -1,0 +1,220 @@
+//! A release writes back only what the API server accepts, never a default over an operator's
+//! own strategy, and operators can ask for it with one annotation.
+
+use serde_json::{json, Value};
+
+use super::{annotation, bound, check, held, restarted, unbound, update, with, Expect, Request};
+use crate::markers::{
+    self, HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
+    RELEASE_ANNOTATION,
+};
+use crate::workload::{StatefulSet, Workload};
+
+fn remembering(strategy: &str) -> Value {
+    with(held(bound(), &StatefulSet, "+x"), |s| {
+        s["metadata"]["annotations"][ORIGINAL_STRATEGY_ANNOTATION] = json!(strategy)
+    })
+}
+
+fn audit(request: &Request, key: &str) -> Option<String> {
+    request.run().audit_annotations?.get(key).cloned()
+}
+
+#[test]
+fn an_invalid_remembered_strategy_restores_the_api_default_and_says_so() {
+    let invalid = [
+        "not json",
+        r#"{"type": "Recreate"}"#,
+        r#"{"type": "RollingUpdate", "rollingUpdate": {"partition": 2147483648}}"#,
+        r#"{"type": "RollingUpdate", "rollingUpdate": {"partition": 1.5}}"#,
+        r#"{"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0}}"#,
+        r#"{"type": "OnDelete", "rollingUpdate": {"partition": 0}}"#,
+        r#"{"type": "RollingUpdate", "surprise": true}"#,
+        r#"[]"#,
+    ];
+    for strategy in invalid {
+        let old = remembering(strategy);
+        let request = update(old.clone(), with(old, restarted));
+        let r = check(
+            strategy,
+            &request,
+            Expect::Mutated(
+                "released",
+                &[
+                    "/metadata/annotations/restage-gate.io~1held-since",
+                    "/metadata/annotations/restage-gate.io~1original-update-strategy",
+                    "/metadata/annotations/restage-gate.io~1pending",
+                    "/metadata/labels/restage-gate.io~1held",
+                    "/spec/updateStrategy/rollingUpdate",
+                    "/spec/updateStrategy/type",
+                ],
+            ),
+        );
+        let sts = r.mutated_object.expect("released");
+        assert_eq!(
+            sts["spec"]["updateStrategy"],
+            StatefulSet.default_control(),
+            "{strategy}"
+        );
+        let warning = r.warnings.expect("warning").join(" ");
+        assert!(
+            warning.contains("API default spec.updateStrategy restored"),
+            "{strategy}: {warning}"
+        );
+        let reason = r.audit_annotations.expect("audit")["reason"].clone();
+        assert!(
+            reason.contains(strategy) && reason.contains("restored the API default"),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn a_valid_remembered_strategy_is_restored_exactly() {
+    for strategy in [
+        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 2, "maxUnavailable": "50%"}}),
+        json!({"type": "OnDelete"}),
+        json!({"type": "RollingUpdate"}),
+    ] {
+        let old = remembering(&strategy.to_string());
+        let r = update(old.clone(), with(old, restarted)).run();
+        assert!(!audit_reason(&r).contains("default"));
+        assert_eq!(
+            r.mutated_object.expect("released")["spec"]["updateStrategy"],
+            strategy
+        );
+    }
+}
+
+fn audit_reason(r: &kubewarden_policy_sdk::response::ValidationResponse) -> String {
+    r.audit_annotations
+        .as_ref()
+        .map(|a| a["reason"].clone())
+        .unwrap_or_default()
+}
+
+/// Labelled by hand: the held label, no remembered strategy, the operator's own canary.
+fn hand_labelled(strategy: Value) -> Value {
+    with(bound(), |s| {
+        s["metadata"]["labels"][HELD_LABEL] = json!("true");
+        s["spec"]["updateStrategy"] = strategy;
+    })
+}
+
+#[test]
+fn a_hand_set_label_remembers_the_strategy_the_workload_has() {
+    let canary = json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 3}});
+    let old = hand_labelled(canary.clone());
+    let kept = update(old.clone(), old.clone())
+        .run()
+        .mutated_object
+        .expect("hold completed");
+    assert_eq!(kept["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
+    let remembered = annotation(&kept, ORIGINAL_STRATEGY_ANNOTATION).expect("remembered");
+    assert_eq!(
+        serde_json::from_str::<Value>(remembered).expect("JSON"),
+        canary
+    );
+
+    let released = update(old.clone(), with(old, restarted)).run();
+    let sts = released.mutated_object.expect("label removed");
+    assert_eq!(
+        sts["spec"]["updateStrategy"], canary,
+        "never partition 0 over a canary"
+    );
+    assert!(!markers::is_held(&sts));
+}
+
+#[test]
+fn a_hand_set_label_on_on_delete_remembers_the_api_default() {
+    let old = hand_labelled(json!({"type": "OnDelete"}));
+    let kept = update(old.clone(), old.clone())
+        .run()
+        .mutated_object
+        .expect("hold completed");
+    let remembered = annotation(&kept, ORIGINAL_STRATEGY_ANNOTATION).expect("remembered");
+    assert_eq!(
+        serde_json::from_str::<Value>(remembered).expect("JSON"),
+        StatefulSet.default_control()
+    );
+    let released = update(old.clone(), with(old, restarted)).run();
+    let sts = released.mutated_object.expect("released");
+    assert_eq!(sts["spec"]["updateStrategy"], StatefulSet.default_control());
+}
+
+fn release_requested(sts: Value) -> Value {
+    with(sts, |s| {
+        s["metadata"]["annotations"][RELEASE_ANNOTATION] = json!("now")
+    })
+}
+
+#[test]
+fn the_release_annotation_releases_a_held_workload_at_once() {
+    let old = held(bound(), &StatefulSet, "+orders-db");
+    let request = update(old.clone(), release_requested(old));
+    assert_eq!(
+        audit(&request, "reason").as_deref(),
+        Some("release requested")
+    );
+    let r = check(
+        "release requested",
+        &request,
+        Expect::Mutated(
+            "released",
+            &[
+                "/metadata/annotations/restage-gate.io~1held-since",
+                "/metadata/annotations/restage-gate.io~1original-update-strategy",
+                "/metadata/annotations/restage-gate.io~1pending",
+                "/metadata/annotations/restage-gate.io~1release",
+                "/metadata/labels/restage-gate.io~1held",
+                "/spec/updateStrategy/rollingUpdate",
+                "/spec/updateStrategy/type",
+            ],
+        ),
+    );
+    let sts = r.mutated_object.expect("released");
+    assert_eq!(sts["spec"]["updateStrategy"], StatefulSet.default_control());
+    for key in [
+        HELD_SINCE_ANNOTATION,
+        PENDING_ANNOTATION,
+        ORIGINAL_STRATEGY_ANNOTATION,
+        RELEASE_ANNOTATION,
+    ] {
+        assert_eq!(annotation(&sts, key), None, "{key}");
+    }
+    assert_eq!(
+        sts["spec"]["template"],
+        bound()["spec"]["template"],
+        "template untouched"
+    );
+    assert_eq!(audit(&request, "released").as_deref(), Some("+orders-db"));
+}
+
+#[test]
+fn the_release_annotation_on_a_workload_not_held_is_only_removed() {
+    for (name, old, new) in [
+        ("no change", bound(), release_requested(bound())),
+        ("with a bind", unbound(), release_requested(bound())),
+    ] {
+        let r = check(
+            name,
+            &update(old, new),
+            Expect::Mutated(
+                "not-held",
+                &["/metadata/annotations/restage-gate.io~1release"],
+            ),
+        );
+        let sts = r.mutated_object.expect("annotation removed");
+        assert_eq!(
+            sts["spec"]["updateStrategy"],
+            bound()["spec"]["updateStrategy"],
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn the_release_annotation_in_reject_mode_changes_nothing() {
+    let request = update(bound(), release_requested(bound())).settings(json!({"mode": "reject"}));
+    check("reject mode", &request, Expect::Plain);
+}

@@ -1,0 +1,144 @@
+//! `apps/v1` Deployment: held with `spec.paused: true`. A Deployment has no `OnDelete`, and a
+//! paused one scales its **old** ReplicaSet: every pod created while it is held comes from the
+//! old template. So only changes that add bindings, or change them without changing which
+//! secrets they project, may wait; one that drops a binding secret (which the unbind deletes)
+//! rolls now, or new pods would hang on the deleted secret.
+
+use serde_json::{json, Value};
+
+use super::Workload;
+use crate::json::{at, items};
+use crate::markers::ORIGINAL_PAUSED_ANNOTATION;
+use crate::template::classify::Change;
+
+pub struct Deployment;
+
+const PATH: [&str; 2] = ["spec", "paused"];
+
+impl Workload for Deployment {
+    fn kind(&self) -> &'static str {
+        "Deployment"
+    }
+
+    fn control_path(&self) -> &'static [&'static str] {
+        &PATH
+    }
+
+    fn held_control(&self) -> Value {
+        json!(true)
+    }
+
+    fn stops_rollouts(&self, control: Option<&Value>) -> bool {
+        control.and_then(Value::as_bool) == Some(true)
+    }
+
+    fn default_control(&self) -> Value {
+        json!(false)
+    }
+
+    fn accepts(&self, control: &Value) -> bool {
+        control.is_boolean()
+    }
+
+    fn remembered_annotation(&self) -> &'static str {
+        ORIGINAL_PAUSED_ANNOTATION
+    }
+
+    /// The controller has not caught up, not every replica runs the new template, or the
+    /// Progressing condition says a new ReplicaSet is still being rolled out.
+    fn rollout_in_progress(&self, old: &Value) -> bool {
+        let Some(status) = old.get("status").filter(|s| s.is_object()) else {
+            return false;
+        };
+        let int = |v: Option<&Value>| v.and_then(Value::as_i64);
+        let stale = matches!(
+            (int(status.get("observedGeneration")), int(at(old, &["metadata", "generation"]))),
+            (Some(observed), Some(generation)) if observed < generation
+        );
+        let replicas = int(at(old, &["spec", "replicas"])).unwrap_or(1);
+        let behind = int(status.get("updatedReplicas")).unwrap_or(0) < replicas;
+        let progressing = items(status.get("conditions")).any(|c| {
+            c.get("type").and_then(Value::as_str) == Some("Progressing")
+                && c.get("reason").and_then(Value::as_str) == Some("ReplicaSetUpdated")
+        });
+        stale || behind || progressing
+    }
+
+    fn must_roll_now(&self, change: &Change) -> Option<String> {
+        if change.dropped_secrets.is_empty() && change.delta.removed.is_empty() {
+            return None;
+        }
+        let what = if change.delta.removed.is_empty() {
+            format!(
+                "secret {} no longer projected",
+                change.dropped_secrets.join(", ")
+            )
+        } else {
+            format!("binding {} removed", change.delta.removed.join(", "))
+        };
+        Some(format!(
+            "{what}; a paused Deployment would start new pods from the old template"
+        ))
+    }
+
+    fn resume_releases(&self) -> bool {
+        true
+    }
+
+    /// `kubectl rollout restart` refuses a paused Deployment; `rollout resume` applies the
+    /// held changes (and is also what a Deployment that is not held needs to roll).
+    fn apply_held_now(&self, namespace: &str, name: &str) -> String {
+        format!("kubectl rollout resume deployment/{name} -n {namespace}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::classify::{BindingDelta, ChangeKind};
+
+    #[test]
+    fn only_booleans_are_restorable() {
+        assert!(Deployment.accepts(&json!(false)) && Deployment.accepts(&json!(true)));
+        for garbage in [json!("false"), json!(0), json!(null), json!({})] {
+            assert!(!Deployment.accepts(&garbage), "{garbage}");
+        }
+    }
+
+    #[test]
+    fn rollout_in_progress_reads_replicas_and_the_progressing_reason() {
+        let base = json!({"metadata": {"generation": 5}, "spec": {"replicas": 2},
+            "status": {"observedGeneration": 5, "updatedReplicas": 2, "conditions": [
+                {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}]}});
+        assert!(!Deployment.rollout_in_progress(&base));
+        for (path, value) in [
+            ("/status/observedGeneration", json!(4)),
+            ("/status/updatedReplicas", json!(1)),
+            ("/status/conditions/0/reason", json!("ReplicaSetUpdated")),
+        ] {
+            let mut d = base.clone();
+            *d.pointer_mut(path).expect("field") = value;
+            assert!(Deployment.rollout_in_progress(&d), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_change_that_drops_a_binding_secret_rolls_now() {
+        let change = |removed: &[&str], dropped: &[&str]| Change {
+            kind: ChangeKind::BindingOnly,
+            emptied: false,
+            delta: BindingDelta {
+                removed: removed.iter().map(|s| s.to_string()).collect(),
+                ..BindingDelta::default()
+            },
+            dropped_secrets: dropped.iter().map(|s| s.to_string()).collect(),
+        };
+        assert_eq!(Deployment.must_roll_now(&change(&[], &[])), None);
+        let unbind = Deployment.must_roll_now(&change(&["orders-db"], &["orders-secret"]));
+        assert!(unbind.is_some_and(|why| why.starts_with("binding orders-db removed")));
+        let switched = Deployment.must_roll_now(&change(&[], &["old-secret"]));
+        assert!(
+            switched.is_some_and(|why| why.starts_with("secret old-secret no longer projected"))
+        );
+    }
+}

@@ -1,0 +1,178 @@
+//! `apps/v1` StatefulSet: held with `updateStrategy: OnDelete` (Korifi's app workload).
+
+use serde_json::{json, Value};
+
+use super::update_strategy::{self as strategy, int32_at_least, percent_at_least};
+use super::Workload;
+use crate::json::at;
+use crate::markers::ORIGINAL_STRATEGY_ANNOTATION;
+
+pub struct StatefulSet;
+
+impl Workload for StatefulSet {
+    fn kind(&self) -> &'static str {
+        "StatefulSet"
+    }
+
+    fn control_path(&self) -> &'static [&'static str] {
+        &strategy::PATH
+    }
+
+    fn held_control(&self) -> Value {
+        strategy::on_delete()
+    }
+
+    fn stops_rollouts(&self, control: Option<&Value>) -> bool {
+        strategy::is_on_delete(control)
+    }
+
+    fn default_control(&self) -> Value {
+        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+    }
+
+    /// `partition`: an int32 ≥ 0; `maxUnavailable`: a positive int32 or 1%–100%.
+    fn accepts(&self, control: &Value) -> bool {
+        strategy::accepts(control, &["partition", "maxUnavailable"], |fields| {
+            let partition = fields
+                .get("partition")
+                .is_none_or(|p| p.is_null() || int32_at_least(p, 0));
+            let max_unavailable = fields
+                .get("maxUnavailable")
+                .is_none_or(|m| m.is_null() || int32_at_least(m, 1) || percent_at_least(m, 1));
+            partition && max_unavailable
+        })
+    }
+
+    fn remembered_annotation(&self) -> &'static str {
+        ORIGINAL_STRATEGY_ANNOTATION
+    }
+
+    /// A RollingUpdate whose controller has not caught up, whose revisions differ, or whose
+    /// pods are not all updated yet.
+    fn rollout_in_progress(&self, old: &Value) -> bool {
+        let Some(status) = old.get("status").filter(|s| s.is_object()) else {
+            return false;
+        };
+        let int = |v: Option<&Value>| v.and_then(Value::as_i64);
+        let stale = matches!(
+            (int(status.get("observedGeneration")), int(at(old, &["metadata", "generation"]))),
+            (Some(observed), Some(generation)) if observed < generation
+        );
+        let revisions_differ = match (status.get("currentRevision"), status.get("updateRevision")) {
+            (Some(current), Some(update)) => current != update,
+            _ => false,
+        };
+        let replicas = int(at(old, &["spec", "replicas"])).unwrap_or(1);
+        let behind = int(status.get("updatedReplicas")).unwrap_or(0) < replicas;
+        strategy::is_rolling(self.control(old)) && (stale || revisions_differ || behind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_strategies_the_api_server_accepts_are_restorable() {
+        let cases = [
+            (json!({"type": "RollingUpdate"}), true),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": null}),
+                true,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+                true,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 3, "maxUnavailable": 2}}),
+                true,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}}),
+                true,
+            ),
+            (json!({"type": "OnDelete"}), true),
+            (
+                json!({"type": "OnDelete", "rollingUpdate": {"partition": 0}}),
+                false,
+            ),
+            (json!({"type": "Recreate"}), false),
+            (json!({"rollingUpdate": {"partition": 0}}), false),
+            (json!({"type": "RollingUpdate", "extra": 1}), false),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}),
+                false,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": -1}}),
+                false,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 2_147_483_648_i64}}),
+                false,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 1.5}}),
+                false,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 1.0}}),
+                false,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0}}),
+                false,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "0%"}}),
+                false,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "150%"}}),
+                false,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "two"}}),
+                false,
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": "partition 0"}),
+                false,
+            ),
+            (json!("RollingUpdate"), false),
+            (json!(null), false),
+        ];
+        for (strategy, want) in cases {
+            assert_eq!(StatefulSet.accepts(&strategy), want, "{strategy}");
+        }
+        assert!(StatefulSet.accepts(&StatefulSet.default_control()));
+    }
+
+    #[test]
+    fn rollout_in_progress_reads_status_of_a_rolling_update() {
+        let base = json!({"metadata": {"generation": 4}, "spec": {"replicas": 3,
+            "updateStrategy": {"type": "RollingUpdate"}},
+            "status": {"observedGeneration": 4, "currentRevision": "r1", "updateRevision": "r1",
+                "updatedReplicas": 3, "replicas": 3}});
+        assert!(!StatefulSet.rollout_in_progress(&base));
+        let edits = [
+            ("/status/observedGeneration", json!(3)),
+            ("/status/updateRevision", json!("r2")),
+            ("/status/updatedReplicas", json!(1)),
+        ];
+        for (path, value) in edits {
+            let mut sts = base.clone();
+            *sts.pointer_mut(path).expect("field") = value;
+            assert!(StatefulSet.rollout_in_progress(&sts), "{path}");
+            sts["spec"]["updateStrategy"] = strategy::on_delete();
+            assert!(
+                !StatefulSet.rollout_in_progress(&sts),
+                "OnDelete never rolls: {path}"
+            );
+        }
+        let mut no_status = base.clone();
+        no_status.as_object_mut().expect("object").remove("status");
+        assert!(!StatefulSet.rollout_in_progress(&no_status));
+    }
+}
