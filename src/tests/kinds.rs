@@ -5,7 +5,9 @@
 use serde_json::{json, Value};
 
 use super::projector::{project, unproject, Binding};
-use super::{annotation, check, fixture, held, restarted, update, with, Expect, Request};
+use super::{
+    annotation, check, fixture, held, restarted, update, with, Expect, Request, STRATEGY_HOLD_PATHS,
+};
 use crate::markers::{self, ORIGINAL_PAUSED_ANNOTATION, PENDING_ANNOTATION};
 use crate::workload::{DaemonSet, Deployment, Workload};
 
@@ -45,16 +47,6 @@ fn scaled(object: Value) -> Value {
     with(object, |o| o["spec"]["replicas"] = json!(5))
 }
 
-/// What a first hold changes when the strategy was `RollingUpdate` with parameters.
-const STRATEGY_HOLD: [&str; 6] = [
-    "/metadata/annotations/restage-gate.io~1held-since",
-    "/metadata/annotations/restage-gate.io~1original-update-strategy",
-    "/metadata/annotations/restage-gate.io~1pending",
-    "/metadata/labels/restage-gate.io~1held",
-    "/spec/updateStrategy/rollingUpdate",
-    "/spec/updateStrategy/type",
-];
-
 /// What a first hold changes on a Deployment.
 const PAUSE_HOLD: [&str; 5] = [
     "/metadata/annotations/restage-gate.io~1held-since",
@@ -80,12 +72,12 @@ fn daemonsets_follow_the_decision_table() {
         (
             "bind",
             update(ds(), bound()),
-            Mutated("held", &STRATEGY_HOLD),
+            Mutated("held", &STRATEGY_HOLD_PATHS),
         ),
         (
             "unbind",
             update(bound(), unbind(bound(), &orders())),
-            Mutated("held", &STRATEGY_HOLD),
+            Mutated("held", &STRATEGY_HOLD_PATHS),
         ),
         (
             "second bind while held",
@@ -101,12 +93,12 @@ fn daemonsets_follow_the_decision_table() {
         (
             "wipe while held",
             update(held_bound(), ds()),
-            Mutated("held", &STRATEGY_HOLD),
+            Mutated("held", &STRATEGY_HOLD_PATHS),
         ),
         (
             "restage while held",
             update(held_bound(), with(held_bound(), restarted)),
-            Mutated("released", &STRATEGY_HOLD),
+            Mutated("released", &STRATEGY_HOLD_PATHS),
         ),
         (
             "bind during a rollout",

@@ -190,6 +190,25 @@ pub fn restarted(sts: &mut Value) {
     );
 }
 
+/// What a first hold changes on a workload whose strategy was `RollingUpdate` with parameters;
+/// a release of such a hold changes the same paths back.
+pub const STRATEGY_HOLD_PATHS: [&str; 6] = [
+    "/metadata/annotations/restage-gate.io~1held-since",
+    "/metadata/annotations/restage-gate.io~1original-update-strategy",
+    "/metadata/annotations/restage-gate.io~1pending",
+    "/metadata/labels/restage-gate.io~1held",
+    "/spec/updateStrategy/rollingUpdate",
+    "/spec/updateStrategy/type",
+];
+
+/// `paths` and the removal of the release request, in order.
+pub fn with_release_request(paths: &[&'static str]) -> Vec<&'static str> {
+    let mut all = paths.to_vec();
+    all.push("/metadata/annotations/restage-gate.io~1release");
+    all.sort();
+    all
+}
+
 pub struct Request {
     pub operation: &'static str,
     pub kind: &'static str,
@@ -252,18 +271,18 @@ impl Request {
 }
 
 #[derive(Debug)]
-pub enum Expect {
+pub enum Expect<'a> {
     /// Accepted unchanged, nothing said.
     Plain,
     /// Accepted with this mutation (exact changed paths) and `decision`.
-    Mutated(&'static str, &'static [&'static str]),
+    Mutated(&'static str, &'a [&'a str]),
     /// Accepted unchanged, with a warning and `decision`.
     Noted(&'static str),
     /// Refused.
     Rejected,
 }
 
-pub fn check(name: &str, request: &Request, expect: Expect) -> ValidationResponse {
+pub fn check(name: &str, request: &Request, expect: Expect<'_>) -> ValidationResponse {
     let r = request.run();
     let decision = r
         .audit_annotations

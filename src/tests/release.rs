@@ -3,7 +3,10 @@
 
 use serde_json::{json, Value};
 
-use super::{annotation, bound, check, held, restarted, unbound, update, with, Expect, Request};
+use super::{
+    annotation, bound, check, held, restarted, unbound, update, with, with_release_request, Expect,
+    Request, STRATEGY_HOLD_PATHS,
+};
 use crate::markers::{
     self, HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
     RELEASE_ANNOTATION,
@@ -38,17 +41,7 @@ fn an_invalid_remembered_strategy_restores_the_api_default_and_says_so() {
         let r = check(
             strategy,
             &request,
-            Expect::Mutated(
-                "released",
-                &[
-                    "/metadata/annotations/restage-gate.io~1held-since",
-                    "/metadata/annotations/restage-gate.io~1original-update-strategy",
-                    "/metadata/annotations/restage-gate.io~1pending",
-                    "/metadata/labels/restage-gate.io~1held",
-                    "/spec/updateStrategy/rollingUpdate",
-                    "/spec/updateStrategy/type",
-                ],
-            ),
+            Expect::Mutated("released", &STRATEGY_HOLD_PATHS),
         );
         let sts = r.mutated_object.expect("released");
         assert_eq!(
@@ -159,18 +152,7 @@ fn the_release_annotation_releases_a_held_workload_at_once() {
     let r = check(
         "release requested",
         &request,
-        Expect::Mutated(
-            "released",
-            &[
-                "/metadata/annotations/restage-gate.io~1held-since",
-                "/metadata/annotations/restage-gate.io~1original-update-strategy",
-                "/metadata/annotations/restage-gate.io~1pending",
-                "/metadata/annotations/restage-gate.io~1release",
-                "/metadata/labels/restage-gate.io~1held",
-                "/spec/updateStrategy/rollingUpdate",
-                "/spec/updateStrategy/type",
-            ],
-        ),
+        Expect::Mutated("released", &with_release_request(&STRATEGY_HOLD_PATHS)),
     );
     let sts = r.mutated_object.expect("released");
     assert_eq!(sts["spec"]["updateStrategy"], StatefulSet.default_control());

@@ -1,79 +1,49 @@
 //! `apps/v1` DaemonSet: held with `updateStrategy: OnDelete`. Under OnDelete, pods for new
 //! nodes and pods replacing deleted ones come from the current template, as for a StatefulSet.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::update_strategy::{self as strategy, int32_at_least, is_zero, percent_at_least};
-use super::Workload;
-use crate::json::at;
-use crate::markers::ORIGINAL_STRATEGY_ANNOTATION;
+use super::update_strategy::{int32_at_least, is_zero, percent_at_least, StrategyKind};
+use super::{generation_stale, status_int};
 
 pub struct DaemonSet;
 
-impl Workload for DaemonSet {
-    fn kind(&self) -> &'static str {
-        "DaemonSet"
-    }
+impl StrategyKind for DaemonSet {
+    const KIND: &'static str = "DaemonSet";
+    const ROLLING_FIELDS: &'static [&'static str] = &["maxUnavailable", "maxSurge"];
 
-    fn control_path(&self) -> &'static [&'static str] {
-        &strategy::PATH
-    }
-
-    fn held_control(&self) -> Value {
-        strategy::on_delete()
-    }
-
-    fn stops_rollouts(&self, control: Option<&Value>) -> bool {
-        strategy::is_on_delete(control)
-    }
-
-    fn default_control(&self) -> Value {
+    fn default_strategy(&self) -> Value {
         json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
     }
 
     /// `maxUnavailable` and `maxSurge`: an int32 ≥ 0 or 0%–100%, not both zero (an absent
     /// `maxUnavailable` defaults to 1).
-    fn accepts(&self, control: &Value) -> bool {
-        strategy::accepts(control, &["maxUnavailable", "maxSurge"], |fields| {
-            let valid = |key| {
-                fields.get(key).is_none_or(|v: &Value| {
-                    v.is_null() || int32_at_least(v, 0) || percent_at_least(v, 0)
-                })
-            };
-            let both_zero = is_zero(fields.get("maxUnavailable"))
-                && !fields
-                    .get("maxSurge")
-                    .is_some_and(|s| !s.is_null() && !is_zero(Some(s)));
-            valid("maxUnavailable") && valid("maxSurge") && !both_zero
-        })
-    }
-
-    fn remembered_annotation(&self) -> &'static str {
-        ORIGINAL_STRATEGY_ANNOTATION
-    }
-
-    /// A RollingUpdate whose controller has not caught up, or that has not updated the pods of
-    /// every node yet.
-    fn rollout_in_progress(&self, old: &Value) -> bool {
-        let Some(status) = old.get("status").filter(|s| s.is_object()) else {
-            return false;
+    fn accepts_rolling_update(&self, fields: &Map<String, Value>) -> bool {
+        let valid = |key| {
+            fields.get(key).is_none_or(|v: &Value| {
+                v.is_null() || int32_at_least(v, 0) || percent_at_least(v, 0)
+            })
         };
-        let int = |v: Option<&Value>| v.and_then(Value::as_i64);
-        let stale = matches!(
-            (int(status.get("observedGeneration")), int(at(old, &["metadata", "generation"]))),
-            (Some(observed), Some(generation)) if observed < generation
-        );
-        let behind = matches!(
-            (int(status.get("updatedNumberScheduled")), int(status.get("desiredNumberScheduled"))),
-            (updated, Some(desired)) if updated.unwrap_or(0) < desired
-        );
-        strategy::is_rolling(self.control(old)) && (stale || behind)
+        let surge = fields.get("maxSurge").filter(|s| !s.is_null());
+        let both_zero =
+            is_zero(fields.get("maxUnavailable")) && surge.is_none_or(|s| is_zero(Some(s)));
+        valid("maxUnavailable") && valid("maxSurge") && !both_zero
+    }
+
+    /// The controller has not caught up, or not every node runs an updated pod yet.
+    fn rolling_out(&self, old: &Value, status: &Value) -> bool {
+        let behind = status_int(status, "desiredNumberScheduled").is_some_and(|desired| {
+            status_int(status, "updatedNumberScheduled").unwrap_or(0) < desired
+        });
+        generation_stale(old, status) || behind
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::update_strategy as strategy;
+    use crate::workload::Workload;
 
     #[test]
     fn only_strategies_the_api_server_accepts_are_restorable() {

@@ -6,8 +6,8 @@
 
 use serde_json::{json, Value};
 
-use super::Workload;
-use crate::json::{at, items};
+use super::{generation_stale, replicas, status_int, Workload};
+use crate::json::items;
 use crate::markers::ORIGINAL_PAUSED_ANNOTATION;
 use crate::template::classify::Change;
 
@@ -50,18 +50,12 @@ impl Workload for Deployment {
         let Some(status) = old.get("status").filter(|s| s.is_object()) else {
             return false;
         };
-        let int = |v: Option<&Value>| v.and_then(Value::as_i64);
-        let stale = matches!(
-            (int(status.get("observedGeneration")), int(at(old, &["metadata", "generation"]))),
-            (Some(observed), Some(generation)) if observed < generation
-        );
-        let replicas = int(at(old, &["spec", "replicas"])).unwrap_or(1);
-        let behind = int(status.get("updatedReplicas")).unwrap_or(0) < replicas;
+        let behind = status_int(status, "updatedReplicas").unwrap_or(0) < replicas(old);
         let progressing = items(status.get("conditions")).any(|c| {
             c.get("type").and_then(Value::as_str) == Some("Progressing")
                 && c.get("reason").and_then(Value::as_str) == Some("ReplicaSetUpdated")
         });
-        stale || behind || progressing
+        generation_stale(old, status) || behind || progressing
     }
 
     fn must_roll_now(&self, change: &Change) -> Option<String> {

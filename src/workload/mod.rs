@@ -102,6 +102,26 @@ pub fn of(group: &str, kind: &str) -> Option<&'static dyn Workload> {
         .map(|(_, w)| *w)
 }
 
+/// An integer of the object's `status`.
+fn status_int(status: &Value, key: &str) -> Option<i64> {
+    status.get(key).and_then(Value::as_i64)
+}
+
+/// The controller has not yet observed the newest generation of the spec.
+fn generation_stale(old: &Value, status: &Value) -> bool {
+    matches!(
+        (status_int(status, "observedGeneration"), at(old, &["metadata", "generation"]).and_then(Value::as_i64)),
+        (Some(observed), Some(generation)) if observed < generation
+    )
+}
+
+/// `spec.replicas`, 1 when absent as the API server defaults it.
+fn replicas(old: &Value) -> i64 {
+    at(old, &["spec", "replicas"])
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+}
+
 /// Leaves `object` held: the kind's held control and every marker. Returns whether anything
 /// changed.
 pub fn hold(object: &mut Value, workload: &dyn Workload, hold: &Hold) -> Result<bool, Unwritable> {

@@ -1,76 +1,47 @@
 //! `apps/v1` StatefulSet: held with `updateStrategy: OnDelete` (Korifi's app workload).
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::update_strategy::{self as strategy, int32_at_least, percent_at_least};
-use super::Workload;
-use crate::json::at;
-use crate::markers::ORIGINAL_STRATEGY_ANNOTATION;
+use super::update_strategy::{int32_at_least, percent_at_least, StrategyKind};
+use super::{generation_stale, replicas, status_int};
 
 pub struct StatefulSet;
 
-impl Workload for StatefulSet {
-    fn kind(&self) -> &'static str {
-        "StatefulSet"
-    }
+impl StrategyKind for StatefulSet {
+    const KIND: &'static str = "StatefulSet";
+    const ROLLING_FIELDS: &'static [&'static str] = &["partition", "maxUnavailable"];
 
-    fn control_path(&self) -> &'static [&'static str] {
-        &strategy::PATH
-    }
-
-    fn held_control(&self) -> Value {
-        strategy::on_delete()
-    }
-
-    fn stops_rollouts(&self, control: Option<&Value>) -> bool {
-        strategy::is_on_delete(control)
-    }
-
-    fn default_control(&self) -> Value {
+    fn default_strategy(&self) -> Value {
         json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
     }
 
     /// `partition`: an int32 ≥ 0; `maxUnavailable`: a positive int32 or 1%–100%.
-    fn accepts(&self, control: &Value) -> bool {
-        strategy::accepts(control, &["partition", "maxUnavailable"], |fields| {
-            let partition = fields
-                .get("partition")
-                .is_none_or(|p| p.is_null() || int32_at_least(p, 0));
-            let max_unavailable = fields
-                .get("maxUnavailable")
-                .is_none_or(|m| m.is_null() || int32_at_least(m, 1) || percent_at_least(m, 1));
-            partition && max_unavailable
-        })
+    fn accepts_rolling_update(&self, fields: &Map<String, Value>) -> bool {
+        let partition = fields
+            .get("partition")
+            .is_none_or(|p| p.is_null() || int32_at_least(p, 0));
+        let max_unavailable = fields
+            .get("maxUnavailable")
+            .is_none_or(|m| m.is_null() || int32_at_least(m, 1) || percent_at_least(m, 1));
+        partition && max_unavailable
     }
 
-    fn remembered_annotation(&self) -> &'static str {
-        ORIGINAL_STRATEGY_ANNOTATION
-    }
-
-    /// A RollingUpdate whose controller has not caught up, whose revisions differ, or whose
-    /// pods are not all updated yet.
-    fn rollout_in_progress(&self, old: &Value) -> bool {
-        let Some(status) = old.get("status").filter(|s| s.is_object()) else {
-            return false;
-        };
-        let int = |v: Option<&Value>| v.and_then(Value::as_i64);
-        let stale = matches!(
-            (int(status.get("observedGeneration")), int(at(old, &["metadata", "generation"]))),
-            (Some(observed), Some(generation)) if observed < generation
-        );
+    /// The controller has not caught up, the revisions differ, or not every pod is updated.
+    fn rolling_out(&self, old: &Value, status: &Value) -> bool {
         let revisions_differ = match (status.get("currentRevision"), status.get("updateRevision")) {
             (Some(current), Some(update)) => current != update,
             _ => false,
         };
-        let replicas = int(at(old, &["spec", "replicas"])).unwrap_or(1);
-        let behind = int(status.get("updatedReplicas")).unwrap_or(0) < replicas;
-        strategy::is_rolling(self.control(old)) && (stale || revisions_differ || behind)
+        let behind = status_int(status, "updatedReplicas").unwrap_or(0) < replicas(old);
+        generation_stale(old, status) || revisions_differ || behind
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::update_strategy as strategy;
+    use crate::workload::Workload;
 
     #[test]
     fn only_strategies_the_api_server_accepts_are_restorable() {

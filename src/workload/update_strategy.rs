@@ -4,9 +4,70 @@
 
 use serde_json::{json, Map, Value};
 
+use super::Workload;
+use crate::markers::ORIGINAL_STRATEGY_ANNOTATION;
+
 pub const PATH: [&str; 2] = ["spec", "updateStrategy"];
 const ON_DELETE: &str = "OnDelete";
 const ROLLING_UPDATE: &str = "RollingUpdate";
+
+/// What differs between the kinds held with `OnDelete`; the rest of [`Workload`] is shared.
+pub trait StrategyKind: Sync {
+    /// `kind` as the API names it.
+    const KIND: &'static str;
+    /// The fields a `rollingUpdate` may have.
+    const ROLLING_FIELDS: &'static [&'static str];
+
+    /// The strategy the API server gives a workload that names none.
+    fn default_strategy(&self) -> Value;
+
+    /// Whether the API server accepts these `rollingUpdate` fields (all of them known).
+    fn accepts_rolling_update(&self, fields: &Map<String, Value>) -> bool;
+
+    /// Whether a RollingUpdate is under way, read from `oldObject` and its `status` object.
+    fn rolling_out(&self, old: &Value, status: &Value) -> bool;
+}
+
+impl<T: StrategyKind> Workload for T {
+    fn kind(&self) -> &'static str {
+        T::KIND
+    }
+
+    fn control_path(&self) -> &'static [&'static str] {
+        &PATH
+    }
+
+    fn held_control(&self) -> Value {
+        on_delete()
+    }
+
+    fn stops_rollouts(&self, control: Option<&Value>) -> bool {
+        is_on_delete(control)
+    }
+
+    fn default_control(&self) -> Value {
+        self.default_strategy()
+    }
+
+    fn accepts(&self, control: &Value) -> bool {
+        accepts(control, T::ROLLING_FIELDS, |fields| {
+            self.accepts_rolling_update(fields)
+        })
+    }
+
+    fn remembered_annotation(&self) -> &'static str {
+        ORIGINAL_STRATEGY_ANNOTATION
+    }
+
+    /// Only a RollingUpdate rolls; OnDelete never does.
+    fn rollout_in_progress(&self, old: &Value) -> bool {
+        is_rolling(self.control(old))
+            && old
+                .get("status")
+                .filter(|s| s.is_object())
+                .is_some_and(|status| self.rolling_out(old, status))
+    }
+}
 
 /// The whole strategy: the API server refuses `rollingUpdate` next to `OnDelete`.
 pub fn on_delete() -> Value {
