@@ -1,7 +1,7 @@
 //! `validate` on structurally valid ValidationRequests whose objects are generated
-//! StatefulSets: containers, init containers, volumes, env, annotations, binding artefacts,
+//! StatefulSets, DaemonSets and Deployments: containers, init containers, volumes, env, annotations, binding artefacts,
 //! and garbage of every JSON type in any field. Never a panic, never an error; a mutation only
-//! touches the strategy and the policy's markers.
+//! touches the rollout control (`updateStrategy`, `paused`) and the policy's markers.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -36,16 +36,18 @@ enum Word {
 impl Word {
     fn text(&self) -> String {
         match self {
-            Word::Binding(i) => format!("servicebinding-{i:02x}"),
+            Word::Binding(i) => format!("servicebinding-{}", uid(*i)),
             Word::Legacy => "binding-0123456789abcdef0123456789abcdef01234567".into(),
             Word::Root => "SERVICE_BINDING_ROOT".into(),
-            Word::Projector(i) => format!("projector.servicebinding.io/secret-{i:02x}"),
+            Word::Projector(i) => format!("projector.servicebinding.io/secret-{}", uid(*i)),
             Word::Marker(i) => [
-                "restage-gate.io/held",
-                "restage-gate.io/original-update-strategy",
-                "restage-gate.io/held-since",
-                "restage-gate.io/pending",
-            ][usize::from(*i) % 4]
+                restage_gate::markers::HELD_LABEL,
+                restage_gate::markers::ORIGINAL_STRATEGY_ANNOTATION,
+                restage_gate::markers::ORIGINAL_PAUSED_ANNOTATION,
+                restage_gate::markers::HELD_SINCE_ANNOTATION,
+                restage_gate::markers::PENDING_ANNOTATION,
+                restage_gate::markers::RELEASE_ANNOTATION,
+            ][usize::from(*i) % 6]
                 .into(),
             Word::OnDelete => "OnDelete".into(),
             Word::RollingUpdate => "RollingUpdate".into(),
@@ -54,6 +56,14 @@ impl Word {
         }
     }
 }
+
+/// A ServiceBinding uid, as the projector names its artefacts after it.
+fn uid(i: u8) -> String {
+    format!("{i:02x}000000-1d4a-4e8b-9c6f-0a1b2c3d4e5f")
+}
+
+/// The kinds the policy holds.
+const KINDS: [&str; 3] = ["StatefulSet", "DaemonSet", "Deployment"];
 
 impl Json {
     fn value(&self) -> Value {
@@ -93,7 +103,7 @@ struct Sts {
     garbage: Vec<(u8, Json)>,
 }
 
-const GARBAGE_PATHS: [&str; 12] = [
+const GARBAGE_PATHS: [&str; 13] = [
     "/metadata",
     "/metadata/labels",
     "/metadata/annotations",
@@ -106,6 +116,7 @@ const GARBAGE_PATHS: [&str; 12] = [
     "/spec/replicas",
     "/status",
     "/spec/updateStrategy",
+    "/spec/paused",
 ];
 
 fn container(c: &Container) -> Value {
@@ -136,7 +147,7 @@ fn set(doc: &mut Value, pointer: &str, value: Value) {
 }
 
 impl Sts {
-    fn value(&self) -> Value {
+    fn value(&self, kind: &str) -> Value {
         let map = |pairs: &[(Word, Word)]| {
             Value::Object(
                 pairs
@@ -150,7 +161,7 @@ impl Sts {
             None => json!({"name": n.text(), "emptyDir": {}}),
         }).collect();
         let mut sts = json!({
-            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "apiVersion": "apps/v1", "kind": kind,
             "metadata": {"name": "app", "namespace": "ns", "generation": 2, "labels": map(&self.labels), "annotations": map(&self.annotations)},
             "spec": {"replicas": 3, "template": {
                 "metadata": {"annotations": map(&self.annotations)},
@@ -158,8 +169,10 @@ impl Sts {
                          "initContainers": self.init_containers.iter().map(container).collect::<Vec<_>>(),
                          "volumes": volumes}}},
         });
-        if let Some(s) = &self.strategy {
-            sts["spec"]["updateStrategy"] = json!({"type": s.value()});
+        match &self.strategy {
+            Some(p) if kind == "Deployment" => sts["spec"]["paused"] = p.value(),
+            Some(s) => sts["spec"]["updateStrategy"] = json!({"type": s.value()}),
+            None => {}
         }
         if let Some((a, b, c)) = &self.status {
             sts["status"] = json!({"observedGeneration": a.value(), "currentRevision": b.value(), "updatedReplicas": c.value()});
@@ -182,15 +195,17 @@ struct Input {
     /// The new object is the old one with only these edits (binding-shaped changes).
     derived: bool,
     operation: u8,
+    kind: u8,
     subresource: bool,
     reject: bool,
 }
 
 fuzz_target!(|input: Input| {
-    let old = input.old.value();
+    let kind = KINDS[usize::from(input.kind) % KINDS.len()];
+    let old = input.old.value(kind);
     let new = if input.derived {
         let mut n = old.clone();
-        let extra = input.new.value();
+        let extra = input.new.value(kind);
         for at in ["/spec/template/spec/volumes", "/spec/template/metadata"] {
             set(
                 &mut n,
@@ -200,12 +215,12 @@ fuzz_target!(|input: Input| {
         }
         n
     } else {
-        input.new.value()
+        input.new.value(kind)
     };
     let operation = ["UPDATE", "CREATE", "DELETE", "CONNECT"][usize::from(input.operation) % 4];
     let payload = json!({"settings": {"mode": if input.reject { "reject" } else { "defer" }},
         "request": {"uid": "u", "operation": operation, "subResource": if input.subresource { "status" } else { "" },
-            "kind": {"group": "apps", "version": "v1", "kind": "StatefulSet"},
+            "kind": {"group": "apps", "version": "v1", "kind": kind},
             "name": "app", "namespace": "ns", "object": new, "oldObject": old}});
     let bytes = serde_json::to_vec(&payload).expect("serialisable");
     let out = restage_gate::validate(&bytes).expect("validate never returns Err");
@@ -221,6 +236,7 @@ fuzz_target!(|input: Input| {
             let mut v = v.clone();
             if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
                 spec.remove("updateStrategy");
+                spec.remove("paused");
             }
             // a null or emptied label/annotation map is the same as none
             for key in ["labels", "annotations"] {
@@ -242,7 +258,7 @@ fuzz_target!(|input: Input| {
         assert_eq!(
             strip(mutated),
             strip(&new),
-            "only the strategy and the markers change"
+            "only the rollout control and the markers change"
         );
     }
 });
