@@ -10,5 +10,7 @@ pub mod korifi;
 pub mod metadata;
 pub mod oci;
 pub mod projector;
+pub mod questions;
+pub mod repository;
 pub mod versions;
 pub mod workloads;
