@@ -13,4 +13,5 @@ pub mod projector;
 pub mod questions;
 pub mod repository;
 pub mod versions;
+pub mod workflows;
 pub mod workloads;
