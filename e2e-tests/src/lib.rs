@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod demo;
 pub mod host;
 pub mod korifi;
+pub mod manifests;
 pub mod metadata;
 pub mod oci;
 pub mod projector;

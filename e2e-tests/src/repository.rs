@@ -18,3 +18,11 @@ pub fn read(root: &Path, name: &str) -> Result<String, String> {
 pub fn yaml(name: &str, text: &str) -> Result<Value, String> {
     serde_yaml::from_str(text).map_err(|e| format!("{name}: not YAML: {e}"))
 }
+
+/// Every document of a multi-document YAML file.
+pub fn yaml_documents(name: &str, text: &str) -> Result<Vec<Value>, String> {
+    use serde::Deserialize;
+    serde_yaml::Deserializer::from_str(text)
+        .map(|doc| Value::deserialize(doc).map_err(|e| format!("{name}: not YAML: {e}")))
+        .collect()
+}
