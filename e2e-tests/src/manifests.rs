@@ -131,4 +131,11 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn the_readme_names_the_endpoint_the_example_answers_on() {
+        let readme = repository::read(&root(), "README.md").expect("README.md");
+        assert!(readme.contains("/validate/restage-gate"));
+        assert!(readme.contains(STANDALONE));
+    }
 }
