@@ -51,8 +51,8 @@ pull:
 	@test -n "$(REGISTRY)" || { echo "usage: make pull REGISTRY=host:port/path (pulls REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
 	$(RELEASE) pull $(IMAGE) pulled-policy.wasm
 
-artifacthub-pkg.yml: metadata.yml README.md Cargo.toml
-	$(RELEASE) artifacthub metadata.yml artifacthub-pkg.yml > artifacthub-pkg.yml.new
+artifacthub-pkg.yml: metadata.yml questions-ui.yml Cargo.toml
+	$(RELEASE) artifacthub metadata.yml questions-ui.yml artifacthub-pkg.yml > artifacthub-pkg.yml.new
 	mv artifacthub-pkg.yml.new artifacthub-pkg.yml
 
 demo: policy.wasm

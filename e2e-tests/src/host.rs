@@ -118,11 +118,7 @@ pub fn floor_path() -> std::path::PathBuf {
 
 fn module_path(var: &str, in_repository: &str) -> std::path::PathBuf {
     std::env::var_os(var).map_or_else(
-        || {
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join(in_repository)
-        },
+        || crate::repository::root().join(in_repository),
         std::path::PathBuf::from,
     )
 }

@@ -22,8 +22,7 @@ pub fn cargo_version(cargo_toml: &str) -> Option<String> {
 
 /// Every place whose version disagrees with Cargo.toml's, as "file: what is wrong".
 pub fn disagreements(root: &Path) -> Vec<String> {
-    let read =
-        |name: &str| std::fs::read_to_string(root.join(name)).map_err(|e| format!("{name}: {e}"));
+    let read = |name: &str| crate::repository::read(root, name);
     let mut out = Vec::new();
     let cargo = match read("Cargo.toml").map(|t| cargo_version(&t)) {
         Ok(Some(v)) => v,
@@ -83,10 +82,16 @@ pub fn disagreements(root: &Path) -> Vec<String> {
     out
 }
 
-/// `artifacthub-pkg.yml` with the fields `kwctl scaffold artifacthub` writes, from metadata.yml
-/// (and the README's first paragraph when the description is missing). `created_at` keeps a
-/// release's date stable across regenerations.
-pub fn artifacthub_pkg(metadata: &Value, created_at: &str) -> Result<String, String> {
+/// `artifacthub-pkg.yml` with the fields `kwctl scaffold artifacthub --questions-path` writes,
+/// from metadata.yml and the Rancher UI's settings form (`questions-ui.yml`, carried verbatim
+/// in the `kubewarden/questions-ui` annotation). `created_at` keeps a release's date stable
+/// across regenerations.
+pub fn artifacthub_pkg(
+    metadata: &Value,
+    questions: &str,
+    created_at: &str,
+) -> Result<String, String> {
+    crate::questions::read(questions)?;
     let a = |key: &str| {
         metadata["annotations"][key]
             .as_str()
@@ -154,8 +159,10 @@ provider:
 recommendations:
 - url: https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller
 annotations:
+  kubewarden/contextAware: '{context_aware}'
   kubewarden/mutation: '{mutating}'
-  kubewarden/resources: {resources}
+  kubewarden/questions-ui: |
+{questions}  kubewarden/resources: {resources}
   kubewarden/rules: |
 {rules}"#,
         name = a(metadata::TITLE),
@@ -163,9 +170,25 @@ annotations:
         description = a("io.kubewarden.policy.description"),
         license = a("io.kubewarden.policy.license"),
         source = a(metadata::SOURCE),
+        context_aware = metadata["contextAware"].as_bool().unwrap_or(false),
         mutating = metadata["mutating"].as_bool().unwrap_or(false),
+        questions = block(questions),
         resources = a("io.artifacthub.resources"),
     ))
+}
+
+/// Text as the body of a YAML block scalar under a two-space key: indented by four spaces.
+fn block(text: &str) -> String {
+    text.trim_end()
+        .lines()
+        .map(|l| {
+            if l.trim().is_empty() {
+                "\n".to_string()
+            } else {
+                format!("    {l}\n")
+            }
+        })
+        .collect()
 }
 
 /// Rules as kwctl writes them: the fields in the order of a Kubernetes RuleWithOperations.
@@ -207,11 +230,7 @@ pub fn existing_created_at(existing: &str, version: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-
-    fn root() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-    }
+    use crate::repository::{self, root};
 
     #[test]
     fn every_file_carries_the_cargo_version() {
@@ -234,7 +253,7 @@ mod tests {
             "artifacthub-pkg.yml",
             "policy.yaml",
         ] {
-            let text = std::fs::read_to_string(root().join(name)).expect("project file");
+            let text = repository::read(&root(), name).expect("project file");
             let text = if name == "policy.yaml" {
                 text.replacen(":v0.", ":v9.", 1)
             } else {
@@ -251,23 +270,51 @@ mod tests {
         );
     }
 
-    #[test]
-    fn artifacthub_pkg_is_generated_from_metadata() {
-        let existing = std::fs::read_to_string(root().join("artifacthub-pkg.yml"))
-            .expect("artifacthub-pkg.yml");
-        let meta = metadata::read_yaml(
-            &std::fs::read_to_string(root().join("metadata.yml")).expect("metadata.yml"),
-        )
-        .expect("YAML");
+    fn generated_package() -> (String, String) {
+        let read = |name| repository::read(&root(), name).expect("project file");
+        let existing = read("artifacthub-pkg.yml");
+        let meta = metadata::read_yaml(&read("metadata.yml")).expect("YAML");
         let version = meta["annotations"][metadata::VERSION]
             .as_str()
             .expect("version")
             .to_string();
         let created = existing_created_at(&existing, &version).expect("createdAt");
-        let generated = artifacthub_pkg(&meta, &created).expect("generated");
+        let generated =
+            artifacthub_pkg(&meta, &read("questions-ui.yml"), &created).expect("generated");
+        (generated, existing)
+    }
+
+    #[test]
+    fn artifacthub_pkg_is_generated_from_metadata_and_questions() {
+        let (generated, existing) = generated_package();
         assert!(
             generated == existing,
             "artifacthub-pkg.yml is stale: run `make artifacthub-pkg.yml`\n{generated}"
+        );
+    }
+
+    #[test]
+    fn the_package_carries_the_settings_form() {
+        let (generated, _) = generated_package();
+        let pkg = repository::yaml("artifacthub-pkg.yml", &generated).expect("YAML");
+        let carried = pkg["annotations"]["kubewarden/questions-ui"]
+            .as_str()
+            .expect("a kubewarden/questions-ui annotation");
+        let form = repository::read(&root(), "questions-ui.yml").expect("questions-ui.yml");
+        assert_eq!(
+            repository::yaml("annotation", carried),
+            repository::yaml("questions-ui.yml", &form)
+        );
+        assert_eq!(pkg["annotations"]["kubewarden/mutation"], "true");
+    }
+
+    #[test]
+    fn a_malformed_form_is_not_packaged() {
+        let meta = metadata::read_yaml(&repository::read(&root(), "metadata.yml").expect("file"))
+            .expect("YAML");
+        assert_eq!(
+            artifacthub_pkg(&meta, "questions: []", "2026-01-01T00:00:00Z"),
+            Err("questions-ui.yml: `questions` must be a non-empty list".into())
         );
     }
 }

@@ -3,7 +3,7 @@
 //!     restage-gate-release annotate MODULE.wasm METADATA.yml README.md OUT.wasm
 //!     restage-gate-release push ANNOTATED.wasm REGISTRY/REPOSITORY:TAG [--allow-http]
 //!     restage-gate-release pull REGISTRY/REPOSITORY(:TAG|@DIGEST) OUT.wasm [--allow-http]
-//!     restage-gate-release artifacthub METADATA.yml [EXISTING-artifacthub-pkg.yml]
+//!     restage-gate-release artifacthub METADATA.yml QUESTIONS-UI.yml [EXISTING-artifacthub-pkg.yml]
 //!     restage-gate-release check-versions [PROJECT-DIR]
 
 use std::path::{Path, PathBuf};
@@ -53,7 +53,7 @@ fn run(args: &[String]) -> Result<(), String> {
             println!("{out}: pulled {reference} ({})", pulled.digest);
             Ok(())
         }
-        ["artifacthub", meta, rest @ ..] => {
+        ["artifacthub", meta, questions, rest @ ..] => {
             let m = metadata::read_yaml(&read(meta)?)?;
             let version = m["annotations"][metadata::VERSION].as_str().unwrap_or_default().to_string();
             let created = rest
@@ -61,7 +61,7 @@ fn run(args: &[String]) -> Result<(), String> {
                 .and_then(|existing| std::fs::read_to_string(existing).ok())
                 .and_then(|text| versions::existing_created_at(&text, &version))
                 .unwrap_or_else(|| restage_gate::clock::now().rfc3339());
-            print!("{}", versions::artifacthub_pkg(&m, &created)?);
+            print!("{}", versions::artifacthub_pkg(&m, &read(questions)?, &created)?);
             Ok(())
         }
         ["check-versions", rest @ ..] => {
