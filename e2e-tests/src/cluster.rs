@@ -7,10 +7,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
-use crate::admission::{statefulset_request, Outcome};
+use restage_gate_testkit::admission::{request, validation_request};
+use restage_gate_testkit::hold;
+use restage_gate_testkit::korifi::{desired, runner_write};
+use restage_gate_testkit::kubectl::rollout_restart;
+use restage_gate_testkit::projector::{project, unproject, Binding};
+
+use crate::admission::Outcome;
 use crate::host::Module;
-use crate::korifi::{desired, rollout_restart, runner_write};
-use crate::projector::{project, unproject, Binding};
 
 /// Where the projector's mutating webhook runs relative to restage-gate's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,10 +129,10 @@ impl Cluster {
     }
 
     fn evaluate(&mut self, operation: &str, old: &Value, new: &Value) -> Outcome {
-        let request = statefulset_request(operation, old, new);
+        let request = request(operation, old, new);
         let response = self
             .module
-            .validate(&json!({"settings": self.settings, "request": request}))
+            .validate(&validation_request(&self.settings, &request))
             .unwrap_or_else(
                 |e| json!({"accepted": false, "message": format!("policy error: {e}")}),
             );
@@ -390,17 +394,11 @@ impl Cluster {
     }
 
     pub fn annotation(&self, key: &str) -> Option<String> {
-        self.current()
-            .pointer("/metadata/annotations")?
-            .get(key)?
-            .as_str()
-            .map(str::to_string)
+        hold::annotation(&self.current(), key).map(str::to_string)
     }
 
     pub fn is_held(&self) -> bool {
-        self.current()
-            .pointer("/metadata/labels/restage-gate.io~1held")
-            == Some(&json!("true"))
+        hold::is_held(&self.current())
     }
 
     pub fn strategy(&self) -> Value {

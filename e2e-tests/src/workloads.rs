@@ -3,9 +3,10 @@
 
 use serde_json::{json, Value};
 
-use crate::admission::statefulset_request;
-use crate::korifi::{desired, held, orders_db, runner_write, unbound, upsi};
-use crate::projector::{project, Binding};
+use restage_gate_testkit::admission::{request, validation_request};
+use restage_gate_testkit::hold::held;
+use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
+use restage_gate_testkit::projector::{project, Binding};
 
 /// Whether restage-gate answers with a mutated object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +49,7 @@ fn case(name: &str, path: Path, decision: &'static str, old: &Value, new: &Value
         name: name.into(),
         path,
         decision,
-        payload: json!({"settings": {}, "request": statefulset_request("UPDATE", old, new)}),
+        payload: validation_request(&json!({}), &request("UPDATE", old, new)),
         old_template: old["spec"]["template"].clone(),
         new_template: new["spec"]["template"].clone(),
     }

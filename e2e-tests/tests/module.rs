@@ -1,26 +1,30 @@
-//! The compiled module, in the runtime Kubewarden uses: every row of the decision table (docs/design.md §4) and every
-//! platform write, asserting allowed/denied, the decoded JSON patch, the warning and the audit
-//! annotations exactly; and `validate_settings` of the module.
+//! The compiled module, in the runtime Kubewarden uses: every row of the decision table
+//! (docs/design.md §4), every platform write, the exact shapes of projections (§2), what a
+//! release restores, the release annotation, and each kind (§10), asserting allowed/denied, the
+//! decoded JSON patch, the warning and the audit annotations exactly; and `validate_settings`
+//! of the module.
 
 use std::collections::BTreeMap;
 
-use restage_gate_e2e::admission::{statefulset_request, Outcome};
+use restage_gate::markers::{HELD_LABEL, HELD_SINCE_ANNOTATION, PENDING_ANNOTATION};
+use restage_gate_e2e::admission::Outcome;
 use restage_gate_e2e::host::policy_under_test;
-use restage_gate_e2e::korifi::{
-    desired, held, orders_db, rollout_restart, runner_write, unbound, upsi,
+use restage_gate_testkit::admission::{request, validation_request};
+use restage_gate_testkit::edit::with;
+use restage_gate_testkit::fixtures::daemonset;
+use restage_gate_testkit::hold::{
+    annotation_path, default_control, held, label_path, remembered_annotation,
 };
-use restage_gate_e2e::projector::{project, unproject, Binding};
+use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
+use restage_gate_testkit::kubectl::rollout_restart;
+use restage_gate_testkit::projector::{project, unproject, Binding};
 use serde_json::{json, Value};
 
 const SINCE: &str = "2026-12-01T09:00:00Z";
-const DEFAULT_STRATEGY: &str = r#"{"rollingUpdate":{"partition":0},"type":"RollingUpdate"}"#;
 /// Stands for the module's own clock reading in expected patches.
 const NOW: &str = "<now>";
-
-fn with(mut sts: Value, edit: impl FnOnce(&mut Value)) -> Value {
-    edit(&mut sts);
-    sts
-}
+/// A window open all day, every day, so the module's real clock is always inside it.
+const ALWAYS: &str = "maintenance window Mon,Tue,Wed,Thu,Fri,Sat,Sun 00:00-00:00 UTC";
 
 fn bound() -> Value {
     with(unbound(), |s| project(s, &upsi()))
@@ -34,60 +38,118 @@ fn upsi_name() -> String {
     upsi().name
 }
 
-fn evaluate(settings: Value, operation: &str, old: &Value, new: &Value) -> Outcome {
-    let request = statefulset_request(operation, old, new);
+fn evaluate(settings: &Value, operation: &str, old: &Value, new: &Value) -> Outcome {
+    let request = request(operation, old, new);
     let response = policy_under_test()
-        .validate(&json!({"settings": settings, "request": request}))
+        .validate(&validation_request(settings, &request))
         .expect("validate answers");
     Outcome::new(&request, &response)
 }
 
-/// The patch with the module's `held-since` clock reading replaced by `<now>`, sorted by path.
-fn patch_of(outcome: &Outcome) -> Vec<Value> {
+/// The patch (sorted by path) and the warnings, with the module's own clock reading (a
+/// `held-since` it wrote now) replaced by `<now>`.
+fn normalised(outcome: &Outcome) -> (Vec<Value>, Vec<String>) {
     let mut ops: Vec<Value> = outcome.patch.clone();
+    let clock = ops
+        .iter()
+        .find(|op| op["path"] == annotation_path(HELD_SINCE_ANNOTATION))
+        .and_then(|op| op["value"].as_str())
+        .filter(|v| *v != SINCE && v.len() == 20 && v.starts_with("20") && v.ends_with('Z'))
+        .map(str::to_string);
+    let Some(clock) = clock else {
+        ops.sort_by_key(|op| op["path"].as_str().unwrap_or_default().to_string());
+        return (ops, outcome.warnings.clone());
+    };
     for op in &mut ops {
-        if op["path"] == "/metadata/annotations/restage-gate.io~1held-since" {
-            let value = op["value"].as_str().unwrap_or_default();
-            if value != SINCE
-                && value.len() == 20
-                && value.starts_with("20")
-                && value.ends_with('Z')
-            {
-                op["value"] = json!(NOW);
-            }
+        if op["value"] == json!(clock) {
+            op["value"] = json!(NOW);
         }
     }
     ops.sort_by_key(|op| op["path"].as_str().unwrap_or_default().to_string());
-    ops
+    let warnings = outcome
+        .warnings
+        .iter()
+        .map(|w| w.replace(&clock, NOW))
+        .collect();
+    (ops, warnings)
 }
 
-fn hold_patch(original: &str, since: &str, pending: &str) -> Vec<Value> {
-    let mut ops = marker_patch(original, since, pending);
-    ops.push(json!({"op": "remove", "path": "/spec/updateStrategy/rollingUpdate"}));
-    ops.push(json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "OnDelete"}));
-    ops
+/// The kind of a fixture object.
+fn kind_of(object: &Value) -> &'static str {
+    match object["kind"].as_str() {
+        Some("DaemonSet") => "DaemonSet",
+        Some("Deployment") => "Deployment",
+        _ => "StatefulSet",
+    }
 }
 
-fn marker_patch(original: &str, since: &str, pending: &str) -> Vec<Value> {
-    let a = "/metadata/annotations/restage-gate.io~1";
+/// The control each fixture workload runs with, as the JSON text a hold remembers.
+fn fixture_control(kind: &str) -> String {
+    match kind {
+        "Deployment" => json!(false).to_string(),
+        "DaemonSet" => daemonset()["spec"]["updateStrategy"].to_string(),
+        _ => unbound()["spec"]["updateStrategy"].to_string(),
+    }
+}
+
+/// The ops that write (`add`) the label and annotations of a hold.
+fn add_markers(kind: &str, remembered: &str, since: &str, pending: &str) -> Vec<Value> {
     vec![
-        json!({"op": "add", "path": format!("{a}held-since"), "value": since}),
-        json!({"op": "add", "path": format!("{a}original-update-strategy"), "value": original}),
-        json!({"op": "add", "path": format!("{a}pending"), "value": pending}),
-        json!({"op": "add", "path": "/metadata/labels/restage-gate.io~1held", "value": "true"}),
+        json!({"op": "add", "path": annotation_path(HELD_SINCE_ANNOTATION), "value": since}),
+        json!({"op": "add", "path": annotation_path(remembered_annotation(kind)), "value": remembered}),
+        json!({"op": "add", "path": annotation_path(PENDING_ANNOTATION), "value": pending}),
+        json!({"op": "add", "path": label_path(HELD_LABEL), "value": "true"}),
     ]
 }
 
-fn release_patch() -> Vec<Value> {
-    let a = "/metadata/annotations/restage-gate.io~1";
-    vec![
-        json!({"op": "remove", "path": format!("{a}held-since")}),
-        json!({"op": "remove", "path": format!("{a}original-update-strategy")}),
-        json!({"op": "remove", "path": format!("{a}pending")}),
-        json!({"op": "remove", "path": "/metadata/labels/restage-gate.io~1held"}),
-        json!({"op": "add", "path": "/spec/updateStrategy/rollingUpdate", "value": {"partition": 0}}),
-        json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "RollingUpdate"}),
+/// The ops that remove the label and annotations of a hold.
+fn remove_markers(kind: &str) -> Vec<Value> {
+    [
+        annotation_path(HELD_SINCE_ANNOTATION),
+        annotation_path(remembered_annotation(kind)),
+        annotation_path(PENDING_ANNOTATION),
+        label_path(HELD_LABEL),
     ]
+    .into_iter()
+    .map(|path| json!({"op": "remove", "path": path}))
+    .collect()
+}
+
+/// From the fixture's control to the held one.
+fn hold_control(kind: &str) -> Vec<Value> {
+    match kind {
+        "Deployment" => vec![json!({"op": "add", "path": "/spec/paused", "value": true})],
+        _ => vec![
+            json!({"op": "remove", "path": "/spec/updateStrategy/rollingUpdate"}),
+            json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "OnDelete"}),
+        ],
+    }
+}
+
+/// From the held control back to the API default (which every fixture runs with).
+fn restore_default(kind: &str) -> Vec<Value> {
+    match kind {
+        "Deployment" => {
+            vec![json!({"op": "replace", "path": "/spec/paused", "value": false})]
+        }
+        _ => vec![
+            json!({"op": "add", "path": "/spec/updateStrategy/rollingUpdate", "value": default_control(kind)["rollingUpdate"]}),
+            json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "RollingUpdate"}),
+        ],
+    }
+}
+
+/// A first hold of a fixture workload that runs with its usual control.
+fn hold_patch(kind: &str, since: &str, pending: &str) -> Vec<Value> {
+    let mut ops = add_markers(kind, &fixture_control(kind), since, pending);
+    ops.extend(hold_control(kind));
+    ops
+}
+
+fn release_patch(kind: &str) -> Vec<Value> {
+    let mut ops = remove_markers(kind);
+    ops.extend(restore_default(kind));
+    ops
 }
 
 fn audit(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -97,11 +159,27 @@ fn audit(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The command that applies held changes now, for a fixture workload.
+fn apply_now(object: &Value) -> String {
+    let (name, namespace) = (
+        object["metadata"]["name"].as_str().unwrap_or_default(),
+        object["metadata"]["namespace"].as_str().unwrap_or_default(),
+    );
+    match kind_of(object) {
+        "Deployment" => format!("kubectl rollout resume deployment/{name} -n {namespace}"),
+        kind => format!(
+            "kubectl rollout restart {}/{name} -n {namespace}",
+            kind.to_lowercase()
+        ),
+    }
+}
+
 struct Expect {
     allowed: bool,
     patch: Vec<Value>,
     warning: Option<String>,
     audit: BTreeMap<String, String>,
+    message: Option<String>,
 }
 
 fn plain() -> Expect {
@@ -110,61 +188,158 @@ fn plain() -> Expect {
         patch: vec![],
         warning: None,
         audit: BTreeMap::new(),
+        message: None,
     }
 }
 
-fn held_first(pending: &str) -> Expect {
-    Expect {
-        allowed: true,
-        patch: hold_patch(DEFAULT_STRATEGY, NOW, pending),
-        warning: Some(format!(
-            "restage-gate: rollout held; {pending} applies at the next restart or restage"
-        )),
-        audit: audit(&[("decision", "held"), ("pending", pending)]),
-    }
-}
-
-fn kept(patch: Vec<Value>, pending: &str) -> Expect {
+/// A first hold of `object`, with the patch given.
+fn held_first(object: &Value, patch: Vec<Value>, pending: &str) -> Expect {
+    let kind = kind_of(object);
     Expect {
         allowed: true,
         patch,
         warning: Some(format!(
-            "restage-gate: rollout held since {SINCE}; pending: {pending}"
+            "restage-gate: {kind} rollout held; {pending} applies at the next restart or restage"
         )),
-        audit: audit(&[("decision", "held"), ("pending", pending)]),
+        audit: audit(&[
+            ("decision", "held"),
+            ("pending", pending),
+            ("apply-now", &apply_now(object)),
+        ]),
+        message: None,
     }
 }
 
-fn released(patch: Vec<Value>, because: &str, pending: &str) -> Expect {
+/// A hold of a fixture workload that ran with its usual control.
+fn first_hold(object: &Value, pending: &str) -> Expect {
+    held_first(object, hold_patch(kind_of(object), NOW, pending), pending)
+}
+
+/// A hold kept since SINCE (or `since`), with the patch given.
+fn kept_since(object: &Value, since: &str, patch: Vec<Value>, pending: &str) -> Expect {
+    let kind = kind_of(object);
     Expect {
         allowed: true,
         patch,
         warning: Some(format!(
-            "restage-gate: rollout released ({because}); now rolling out: {pending}"
+            "restage-gate: {kind} rollout held since {since}; pending: {pending}"
+        )),
+        audit: audit(&[
+            ("decision", "held"),
+            ("pending", pending),
+            ("apply-now", &apply_now(object)),
+        ]),
+        message: None,
+    }
+}
+
+fn kept(object: &Value, patch: Vec<Value>, pending: &str) -> Expect {
+    kept_since(object, SINCE, patch, pending)
+}
+
+fn released(object: &Value, patch: Vec<Value>, because: &str, pending: &str) -> Expect {
+    let kind = kind_of(object);
+    Expect {
+        allowed: true,
+        patch,
+        warning: Some(format!(
+            "restage-gate: {kind} rollout released ({because}); now rolling out: {pending}"
         )),
         audit: audit(&[
             ("decision", "released"),
             ("released", pending),
             ("reason", because),
         ]),
+        message: None,
+    }
+}
+
+/// Refused in reject mode: the message names the kind, the workload, the app guid when there is
+/// one, the bindings and the ways to apply the change now.
+fn rejected(object: &Value, bindings: &str) -> Expect {
+    let kind = kind_of(object);
+    let (name, namespace) = (
+        object["metadata"]["name"].as_str().unwrap_or_default(),
+        object["metadata"]["namespace"].as_str().unwrap_or_default(),
+    );
+    let app = object["metadata"]["labels"]["korifi.cloudfoundry.org/app-guid"]
+        .as_str()
+        .map(|guid| format!(" (Cloud Foundry app guid {guid})"))
+        .unwrap_or_default();
+    Expect {
+        allowed: false,
+        patch: vec![],
+        warning: Some(format!("restage-gate: refused binding change {bindings}")),
+        audit: audit(&[("decision", "rejected"), ("bindings", bindings)]),
+        message: Some(format!(
+            "restage-gate refused an update of {kind} {namespace}/{name}{app}: its only pod-template change is service binding {bindings}, which would restart every pod (mode: reject). To apply it now, restart or restage the app (cf restart / cf restage), or run `kubectl rollout restart {}/{name} -n {namespace}`.",
+            kind.to_lowercase()
+        )),
     }
 }
 
 fn cut(text: String) -> String {
-    if text.chars().count() <= 120 {
+    if text.chars().count() <= restage_gate::WARNING_LIMIT {
         return text;
     }
-    text.chars().take(119).collect::<String>() + "…"
+    text.chars()
+        .take(restage_gate::WARNING_LIMIT - 1)
+        .collect::<String>()
+        + "…"
+}
+
+/// (name, settings, operation, oldObject, object, expected)
+type Case<N = &'static str> = (N, Value, &'static str, Value, Value, Expect);
+
+fn check<N: std::fmt::Display>(cases: Vec<Case<N>>) {
+    for (name, settings, operation, old, new, want) in cases {
+        let got = evaluate(&settings, operation, &old, &new);
+        assert_eq!(got.allowed, want.allowed, "{name}: allowed");
+        let (patch, warnings) = normalised(&got);
+        let mut want_patch = want.patch.clone();
+        want_patch.sort_by_key(|op| op["path"].as_str().unwrap_or_default().to_string());
+        assert_eq!(patch, want_patch, "{name}: patch");
+        assert_eq!(
+            warnings,
+            want.warning.map(cut).into_iter().collect::<Vec<_>>(),
+            "{name}: warnings"
+        );
+        assert_eq!(got.audit, want.audit, "{name}: audit annotations");
+        assert_eq!(got.message, want.message, "{name}: message");
+    }
+}
+
+fn defer() -> Value {
+    json!({})
+}
+
+fn reject() -> Value {
+    json!({"mode": "reject"})
+}
+
+fn open_window() -> Value {
+    json!({"maintenanceWindows": [{"days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "start": "00:00", "end": "00:00"}]})
+}
+
+fn scaled(object: Value, replicas: u32) -> Value {
+    with(object, |s| s["spec"]["replicas"] = json!(replicas))
+}
+
+fn restarted(object: Value) -> Value {
+    with(object, |s| rollout_restart(s, "2026-12-02T10:00:00Z"))
+}
+
+fn on_delete(object: Value) -> Value {
+    with(object, |s| {
+        s["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
+    })
 }
 
 #[test]
 fn module_follows_the_decision_table() {
+    let sts = unbound();
     let u = format!("+{}", upsi_name());
     let uo = format!("{u} +orders-db");
-    let defer = json!({});
-    let reject = json!({"mode": "reject"});
-    // a window open all day, every day, so the module's real clock is always inside it
-    let open = json!({"maintenanceWindows": [{"days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "start": "00:00", "end": "00:00"}]});
     let held_u = || held(bound(), &u, SINCE);
     let held_uo = || held(both(), &uo, SINCE);
     let in_rollout = with(unbound(), |s| {
@@ -172,13 +347,6 @@ fn module_follows_the_decision_table() {
         s["status"] = json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 1,
             "currentRevision": "r1", "updateRevision": "r2"});
     });
-    let on_delete = |s: Value| {
-        with(s, |s| {
-            s["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
-        })
-    };
-    let scaled = |s: Value| with(s, |s| s["spec"]["replicas"] = json!(3));
-    let restarted = |s: Value| with(s, |s| rollout_restart(s, "2026-12-02T10:00:00Z"));
     let unknown_field = |s: Value| {
         with(s, |s| {
             s["spec"]["template"]["spec"]["futureField"] = json!({"on": true})
@@ -194,102 +362,56 @@ fn module_follows_the_decision_table() {
         ];
         with(unbound(), |s| project(s, &b))
     };
-    let legacy = with(unbound(), |s| {
-        let v = "binding-5f1e2a8b3d4f709e213a4b5c6d7e8f0a1b2c3d4e";
-        let t = &mut s["spec"]["template"];
-        t["metadata"]["annotations"]["internal.bindings.labs.vmware.com/projection-5f1e2a8b"] =
-            json!("legacy-db");
-        t["spec"]["volumes"] = json!([{"name": v, "secret": {"secretName": "legacy-db"}}]);
-        let c = &mut t["spec"]["containers"][0];
-        c["volumeMounts"] =
-            json!([{"name": v, "mountPath": "/bindings/legacy-db", "readOnly": true}]);
-        c["env"]
-            .as_array_mut()
-            .expect("env")
-            .push(json!({"name": "SERVICE_BINDING_ROOT", "value": "/bindings"}));
-    });
-    let rejection = format!(
-        "restage-gate refused an update of StatefulSet {ns}/{name} (Cloud Foundry app guid {guid}): its only pod-template change is service binding {u}, which would restart every pod (mode: reject). To apply it now, restart or restage the app (cf restart / cf restage), or run `kubectl rollout restart statefulset/{name} -n {ns}`.",
-        ns = "5c6f1e2a-8b3d-4f70-9e21-3a4b5c6d7e8f",
-        name = "0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a-5c6-cf46a6bfb1",
-        guid = "0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
-    );
+    let pending_patch = |pending: &str| {
+        vec![
+            json!({"op": "replace", "path": annotation_path(PENDING_ANNOTATION), "value": pending}),
+        ]
+    };
 
-    let cases: Vec<(&str, Value, &str, Value, Value, Expect)> = vec![
-        ("first bind", defer.clone(), "UPDATE", unbound(), bound(), held_first(&u)),
-        ("unbind", defer.clone(), "UPDATE", bound(), with(bound(), |s| unproject(s, &upsi().uid, true)), held_first(&format!("-{}", upsi_name()))),
-        ("second bind while held", defer.clone(), "UPDATE", held_u(), with(held_u(), |s| project(s, &orders_db())),
-            kept(vec![json!({"op": "replace", "path": "/metadata/annotations/restage-gate.io~1pending", "value": uo})], &uo)),
-        ("runner patch while held", defer.clone(), "UPDATE", held_uo(), runner_write(&held_uo(), &desired(0, 1)),
-            kept(hold_patch(DEFAULT_STRATEGY, SINCE, &uo), &uo)),
-        ("runner patch while not held", defer.clone(), "UPDATE", both(), runner_write(&both(), &desired(0, 1)), plain()),
-        ("no change while held", defer.clone(), "UPDATE", held_u(), held_u(), kept(vec![], &u)),
-        ("scale while held", defer.clone(), "UPDATE", held_u(), scaled(held_u()), kept(vec![], &u)),
-        ("scale", defer.clone(), "UPDATE", bound(), scaled(bound()), plain()),
-        ("no change", defer.clone(), "UPDATE", bound(), bound(), plain()),
-        ("rolling deploy while held", defer.clone(), "UPDATE", held_uo(), runner_write(&held_uo(), &desired(1, 1)),
-            released(vec![], "restart or restage", &uo)),
-        ("rollout restart while held", defer.clone(), "UPDATE", held_u(), restarted(held_u()),
-            released(release_patch(), "restart or restage", &u)),
-        ("unknown pod-spec field while held", defer.clone(), "UPDATE", held_u(), unknown_field(held_u()),
-            released(release_patch(), "restart or restage", &u)),
-        ("unknown pod-spec field", defer.clone(), "UPDATE", unbound(), unknown_field(bound()), plain()),
-        ("rollout restart", defer.clone(), "UPDATE", bound(), restarted(bound()), plain()),
-        ("bind during a rollout", defer.clone(), "UPDATE", in_rollout.clone(), scaled(bound()), plain()),
-        ("bind with the user's own OnDelete", defer.clone(), "UPDATE", on_delete(unbound()), on_delete(bound()), plain()),
-        ("projection with type, provider and env mappings", defer.clone(), "UPDATE", unbound(), mapped, held_first("+orders-db")),
-        ("legacy VMware projection", defer.clone(), "UPDATE", unbound(), legacy, held_first("+legacy-db")),
-        ("bind in a maintenance window", open.clone(), "UPDATE", unbound(), bound(), plain()),
-        ("held, window open", open.clone(), "UPDATE", held_u(), held_u(),
-            released(release_patch(), "maintenance window Mon,Tue,Wed,Thu,Fri,Sat,Sun 00:00-00:00 UTC", &u)),
-        ("wipe while held, window open", open.clone(), "UPDATE", held_u(), runner_write(&held_u(), &desired(0, 1)),
-            released(vec![], "maintenance window Mon,Tue,Wed,Thu,Fri,Sat,Sun 00:00-00:00 UTC", &u)),
-        ("reject mode bind", reject.clone(), "UPDATE", unbound(), bound(), Expect {
-            allowed: false, patch: vec![],
-            warning: Some(format!("restage-gate: refused binding change {u}")),
-            audit: audit(&[("decision", "rejected"), ("bindings", &u)]),
-        }),
-        ("reject mode runner wipe", reject.clone(), "UPDATE", bound(), runner_write(&bound(), &desired(0, 1)), plain()),
-        ("reject mode rolling deploy", reject.clone(), "UPDATE", bound(), runner_write(&bound(), &desired(1, 1)), plain()),
-        ("create", defer.clone(), "CREATE", Value::Null, bound(), plain()),
-        ("delete", defer.clone(), "DELETE", bound(), Value::Null, plain()),
-        ("object being deleted", defer.clone(), "UPDATE", unbound(),
-            with(bound(), |s| s["metadata"]["deletionTimestamp"] = json!("2026-12-02T10:00:00Z")), plain()),
-        ("malformed object", defer.clone(), "UPDATE", unbound(), json!("garbage"), Expect {
-            allowed: true, patch: vec![],
+    #[rustfmt::skip]
+    let cases: Vec<Case> = vec![
+        ("first bind", defer(), "UPDATE", unbound(), bound(), first_hold(&sts, &u)),
+        ("unbind", defer(), "UPDATE", bound(), with(bound(), |s| unproject(s, &upsi().uid, true)), first_hold(&sts, &format!("-{}", upsi_name()))),
+        ("second bind while held", defer(), "UPDATE", held_u(), with(held_u(), |s| project(s, &orders_db())), kept(&sts, pending_patch(&uo), &uo)),
+        ("runner patch while held", defer(), "UPDATE", held_uo(), runner_write(&held_uo(), &desired(0, 1)), kept(&sts, hold_patch("StatefulSet", SINCE, &uo), &uo)),
+        ("runner patch while not held", defer(), "UPDATE", both(), runner_write(&both(), &desired(0, 1)), plain()),
+        ("no change while held", defer(), "UPDATE", held_u(), held_u(), kept(&sts, vec![], &u)),
+        ("scale while held", defer(), "UPDATE", held_u(), scaled(held_u(), 3), kept(&sts, vec![], &u)),
+        ("scale", defer(), "UPDATE", bound(), scaled(bound(), 3), plain()),
+        ("no change", defer(), "UPDATE", bound(), bound(), plain()),
+        ("rolling deploy while held", defer(), "UPDATE", held_uo(), runner_write(&held_uo(), &desired(1, 1)), released(&sts, vec![], "restart or restage", &uo)),
+        ("rollout restart while held", defer(), "UPDATE", held_u(), restarted(held_u()), released(&sts, release_patch("StatefulSet"), "restart or restage", &u)),
+        ("unknown pod-spec field while held", defer(), "UPDATE", held_u(), unknown_field(held_u()), released(&sts, release_patch("StatefulSet"), "restart or restage", &u)),
+        ("unknown pod-spec field", defer(), "UPDATE", unbound(), unknown_field(bound()), plain()),
+        ("rollout restart", defer(), "UPDATE", bound(), restarted(bound()), plain()),
+        ("bind during a rollout", defer(), "UPDATE", in_rollout.clone(), scaled(bound(), 3), plain()),
+        ("bind with the user's own OnDelete", defer(), "UPDATE", on_delete(unbound()), on_delete(bound()), plain()),
+        ("projection with type, provider and env mappings", defer(), "UPDATE", unbound(), mapped, first_hold(&sts, "+orders-db")),
+        ("bind in a maintenance window", open_window(), "UPDATE", unbound(), bound(), plain()),
+        ("held, window open", open_window(), "UPDATE", held_u(), held_u(), released(&sts, release_patch("StatefulSet"), ALWAYS, &u)),
+        ("wipe while held, window open", open_window(), "UPDATE", held_u(), runner_write(&held_u(), &desired(0, 1)), released(&sts, vec![], ALWAYS, &u)),
+        ("reject mode bind", reject(), "UPDATE", unbound(), bound(), rejected(&sts, &u)),
+        ("reject mode runner wipe", reject(), "UPDATE", bound(), runner_write(&bound(), &desired(0, 1)), plain()),
+        ("reject mode rolling deploy", reject(), "UPDATE", bound(), runner_write(&bound(), &desired(1, 1)), plain()),
+        ("create", defer(), "CREATE", Value::Null, bound(), plain()),
+        ("delete", defer(), "DELETE", bound(), Value::Null, plain()),
+        ("object being deleted", defer(), "UPDATE", unbound(), with(bound(), |s| s["metadata"]["deletionTimestamp"] = json!("2026-12-02T10:00:00Z")), plain()),
+        ("malformed object", defer(), "UPDATE", unbound(), json!("garbage"), Expect {
+            allowed: true, patch: vec![], message: None,
             warning: Some("restage-gate: accepted unchanged, request not readable: the request has no object or oldObject".into()),
             audit: audit(&[("decision", "unreadable"), ("reason", "the request has no object or oldObject")]),
         }),
     ];
-    for (name, settings, operation, old, new, want) in cases {
-        let got = evaluate(settings, operation, &old, &new);
-        assert_eq!(got.allowed, want.allowed, "{name}: allowed");
-        let mut want_patch = want.patch.clone();
-        want_patch.sort_by_key(|op| op["path"].as_str().unwrap_or_default().to_string());
-        assert_eq!(patch_of(&got), want_patch, "{name}: patch");
-        assert_eq!(
-            got.warnings,
-            want.warning.map(cut).into_iter().collect::<Vec<_>>(),
-            "{name}: warnings"
-        );
-        assert_eq!(got.audit, want.audit, "{name}: audit annotations");
-        if !want.allowed {
-            assert_eq!(
-                got.message.as_deref(),
-                Some(rejection.as_str()),
-                "{name}: message"
-            );
-        }
-    }
+    check(cases);
 }
 
 #[test]
 fn subresources_and_other_kinds_are_accepted_unchanged() {
     for (field, value) in [("subResource", "status"), ("subResource", "scale")] {
-        let mut request = statefulset_request("UPDATE", &unbound(), &bound());
+        let mut request = request("UPDATE", &unbound(), &bound());
         request[field] = json!(value);
         let response = policy_under_test()
-            .validate(&json!({"settings": {}, "request": request}))
+            .validate(&validation_request(&defer(), &request))
             .expect("validate");
         assert_eq!(
             Outcome::new(&request, &response),
@@ -297,13 +419,27 @@ fn subresources_and_other_kinds_are_accepted_unchanged() {
             "{value}"
         );
     }
-    let mut request = statefulset_request("UPDATE", &unbound(), &bound());
-    request["kind"] = json!({"group": "apps", "version": "v1", "kind": "DaemonSet"});
-    let response = policy_under_test()
-        .validate(&json!({"settings": {}, "request": request}))
-        .expect("validate");
-    assert_eq!(response["accepted"], true);
-    assert!(response["mutated_object"].is_null() && response["warnings"].is_null());
+    for (api_version, kind) in [
+        ("apps/v1", "ReplicaSet"),
+        ("v1", "ReplicationController"),
+        ("batch/v1", "CronJob"),
+        ("batch/v1", "Job"),
+    ] {
+        let typed = |s: &mut Value| {
+            s["apiVersion"] = json!(api_version);
+            s["kind"] = json!(kind);
+        };
+        let (old, new) = (with(unbound(), typed), with(bound(), typed));
+        let request = request("UPDATE", &old, &new);
+        let response = policy_under_test()
+            .validate(&validation_request(&defer(), &request))
+            .expect("validate");
+        assert_eq!(response["accepted"], true, "{kind}");
+        assert!(
+            response["mutated_object"].is_null() && response["warnings"].is_null(),
+            "{kind}"
+        );
+    }
 }
 
 #[test]

@@ -5,10 +5,13 @@
 
 use std::path::PathBuf;
 
+use restage_gate::markers::{
+    HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
+};
 use restage_gate_e2e::cluster::{Cluster, Deployment, Order};
 use restage_gate_e2e::host::policy_under_test;
-use restage_gate_e2e::korifi::{orders_db, upsi};
-use restage_gate_e2e::projector::Binding;
+use restage_gate_testkit::korifi::{orders_db, upsi};
+use restage_gate_testkit::projector::Binding;
 use serde_json::{json, Value};
 
 const INSTANCES: u32 = 3;
@@ -95,7 +98,7 @@ fn short(name: &str) -> String {
 }
 
 fn pending(c: &Cluster) -> String {
-    c.annotation("restage-gate.io/pending").unwrap_or_default()
+    c.annotation(PENDING_ANNOTATION).unwrap_or_default()
 }
 
 fn assert_held(c: &Cluster, want_pending: &str) {
@@ -103,13 +106,13 @@ fn assert_held(c: &Cluster, want_pending: &str) {
     assert_eq!(c.strategy(), json!({"type": "OnDelete"}));
     assert_eq!(pending(c), want_pending);
     let original = c
-        .annotation("restage-gate.io/original-update-strategy")
+        .annotation(ORIGINAL_STRATEGY_ANNOTATION)
         .expect("original strategy");
     assert_eq!(
         serde_json::from_str::<Value>(&original).expect("JSON"),
         json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
     );
-    assert!(c.annotation("restage-gate.io/held-since").is_some());
+    assert!(c.annotation(HELD_SINCE_ANNOTATION).is_some());
 }
 
 fn assert_released(c: &Cluster) {
@@ -118,12 +121,12 @@ fn assert_released(c: &Cluster) {
         c.strategy(),
         json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
     );
-    for key in ["original-update-strategy", "held-since", "pending"] {
-        assert_eq!(
-            c.annotation(&format!("restage-gate.io/{key}")),
-            None,
-            "{key} removed"
-        );
+    for key in [
+        ORIGINAL_STRATEGY_ANNOTATION,
+        HELD_SINCE_ANNOTATION,
+        PENDING_ANNOTATION,
+    ] {
+        assert_eq!(c.annotation(key), None, "{key} removed");
     }
 }
 

@@ -4,10 +4,15 @@
 
 use serde_json::{json, Value};
 
-use super::projector::{project, unproject, Binding};
-use super::{annotation, check, fixture, held, restarted, update, with, Expect, Request};
+use restage_gate_testkit::fixtures::{daemonset, deployment};
+use restage_gate_testkit::hold::marker_paths;
+use restage_gate_testkit::projector::{project, unproject, Binding};
+
+use super::{
+    annotation, check, held, hold_paths, pending_path, restarted, update, with, Expect, Request,
+};
 use crate::markers::{self, ORIGINAL_PAUSED_ANNOTATION, PENDING_ANNOTATION};
-use crate::workload::{DaemonSet, Deployment, Workload};
+use crate::workload::{Deployment, Workload};
 
 fn orders() -> Binding {
     Binding::new(
@@ -33,43 +38,16 @@ fn unbind(object: Value, binding: &Binding) -> Value {
     with(object, |o| unproject(o, &binding.uid, true))
 }
 
-fn daemonset() -> Value {
-    fixture("workloads/daemonset-unbound.json")
-}
-
-fn deployment() -> Value {
-    fixture("workloads/deployment-unbound.json")
-}
-
 fn scaled(object: Value) -> Value {
     with(object, |o| o["spec"]["replicas"] = json!(5))
 }
-
-/// What a first hold changes when the strategy was `RollingUpdate` with parameters.
-const STRATEGY_HOLD: [&str; 6] = [
-    "/metadata/annotations/restage-gate.io~1held-since",
-    "/metadata/annotations/restage-gate.io~1original-update-strategy",
-    "/metadata/annotations/restage-gate.io~1pending",
-    "/metadata/labels/restage-gate.io~1held",
-    "/spec/updateStrategy/rollingUpdate",
-    "/spec/updateStrategy/type",
-];
-
-/// What a first hold changes on a Deployment.
-const PAUSE_HOLD: [&str; 5] = [
-    "/metadata/annotations/restage-gate.io~1held-since",
-    "/metadata/annotations/restage-gate.io~1original-paused",
-    "/metadata/annotations/restage-gate.io~1pending",
-    "/metadata/labels/restage-gate.io~1held",
-    "/spec/paused",
-];
 
 #[test]
 fn daemonsets_follow_the_decision_table() {
     use Expect::*;
     let ds = daemonset;
     let bound = || bind(ds(), &orders());
-    let held_bound = || held(bound(), &DaemonSet, "+orders-db");
+    let held_bound = || held(bound(), "+orders-db");
     let rolling = || with(ds(), |d| d["status"]["updatedNumberScheduled"] = json!(2));
     let on_delete = |d: Value| {
         with(d, |d| {
@@ -80,17 +58,17 @@ fn daemonsets_follow_the_decision_table() {
         (
             "bind",
             update(ds(), bound()),
-            Mutated("held", &STRATEGY_HOLD),
+            Mutated("held", hold_paths("DaemonSet")),
         ),
         (
             "unbind",
             update(bound(), unbind(bound(), &orders())),
-            Mutated("held", &STRATEGY_HOLD),
+            Mutated("held", hold_paths("DaemonSet")),
         ),
         (
             "second bind while held",
             update(held_bound(), bind(held_bound(), &cache())),
-            Mutated("held", &["/metadata/annotations/restage-gate.io~1pending"]),
+            Mutated("held", pending_path()),
         ),
         (
             "no change while held",
@@ -101,12 +79,12 @@ fn daemonsets_follow_the_decision_table() {
         (
             "wipe while held",
             update(held_bound(), ds()),
-            Mutated("held", &STRATEGY_HOLD),
+            Mutated("held", hold_paths("DaemonSet")),
         ),
         (
             "restage while held",
             update(held_bound(), with(held_bound(), restarted)),
-            Mutated("released", &STRATEGY_HOLD),
+            Mutated("released", hold_paths("DaemonSet")),
         ),
         (
             "bind during a rollout",
@@ -164,7 +142,7 @@ fn deployments_follow_the_decision_table() {
     use Expect::*;
     let d = deployment;
     let bound = || bind(d(), &orders());
-    let held_bound = || held(bound(), &Deployment, "+orders-db");
+    let held_bound = || held(bound(), "+orders-db");
     let rolling = || {
         with(d(), |d| {
             d["status"]["conditions"][1]["reason"] = json!("ReplicaSetUpdated");
@@ -173,11 +151,15 @@ fn deployments_follow_the_decision_table() {
     let paused = |d: Value| with(d, |d| d["spec"]["paused"] = json!(true));
     let resumed = |d: Value| with(d, |d| d["spec"]["paused"] = json!(false));
     let cases: Vec<(&str, Request, Expect)> = vec![
-        ("bind", update(d(), bound()), Mutated("held", &PAUSE_HOLD)),
+        (
+            "bind",
+            update(d(), bound()),
+            Mutated("held", hold_paths("Deployment")),
+        ),
         (
             "second bind while held",
             update(held_bound(), bind(held_bound(), &cache())),
-            Mutated("held", &["/metadata/annotations/restage-gate.io~1pending"]),
+            Mutated("held", pending_path()),
         ),
         (
             "scale while held",
@@ -188,20 +170,12 @@ fn deployments_follow_the_decision_table() {
         (
             "restage while held",
             update(held_bound(), with(held_bound(), restarted)),
-            Mutated("released", &PAUSE_HOLD),
+            Mutated("released", hold_paths("Deployment")),
         ),
         (
             "rollout resume while held",
             update(held_bound(), resumed(held_bound())),
-            Mutated(
-                "released",
-                &[
-                    "/metadata/annotations/restage-gate.io~1held-since",
-                    "/metadata/annotations/restage-gate.io~1original-paused",
-                    "/metadata/annotations/restage-gate.io~1pending",
-                    "/metadata/labels/restage-gate.io~1held",
-                ],
-            ),
+            Mutated("released", marker_paths("Deployment")),
         ),
         (
             "unbind",
@@ -211,7 +185,7 @@ fn deployments_follow_the_decision_table() {
         (
             "unbind while held",
             update(held_bound(), unbind(held_bound(), &orders())),
-            Mutated("released", &PAUSE_HOLD),
+            Mutated("released", hold_paths("Deployment")),
         ),
         (
             "bind during a rollout",
@@ -282,7 +256,7 @@ fn a_deployment_change_in_place_that_keeps_its_secrets_is_held() {
     let r = check(
         "type added",
         &update(bound.clone(), bind(bound, &typed)),
-        Expect::Mutated("held", &PAUSE_HOLD),
+        Expect::Mutated("held", hold_paths("Deployment")),
     );
     let sts = r.mutated_object.expect("held");
     assert_eq!(annotation(&sts, PENDING_ANNOTATION), Some("~orders-db"));
@@ -290,10 +264,9 @@ fn a_deployment_change_in_place_that_keeps_its_secrets_is_held() {
 
 #[test]
 fn a_deployment_remembered_paused_is_restored_only_when_valid() {
-    let old = with(
-        held(bind(deployment(), &orders()), &Deployment, "+orders-db"),
-        |d| d["metadata"]["annotations"][ORIGINAL_PAUSED_ANNOTATION] = json!("yes"),
-    );
+    let old = with(held(bind(deployment(), &orders()), "+orders-db"), |d| {
+        d["metadata"]["annotations"][ORIGINAL_PAUSED_ANNOTATION] = json!("yes")
+    });
     let r = update(old.clone(), with(old, restarted)).run();
     let reason = r.audit_annotations.expect("audit")["reason"].clone();
     assert!(
