@@ -6,18 +6,23 @@
 
 use std::collections::BTreeMap;
 
-use restage_gate::markers::{HELD_LABEL, HELD_SINCE_ANNOTATION, PENDING_ANNOTATION};
+use restage_gate::markers::{
+    HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
+    RELEASE_ANNOTATION,
+};
 use restage_gate_e2e::admission::Outcome;
 use restage_gate_e2e::host::policy_under_test;
 use restage_gate_testkit::admission::{request, validation_request};
 use restage_gate_testkit::edit::with;
-use restage_gate_testkit::fixtures::daemonset;
+use restage_gate_testkit::fixtures::{daemonset, deployment};
 use restage_gate_testkit::hold::{
-    annotation_path, default_control, held, label_path, remembered_annotation,
+    annotation_path, control_path, default_control, held, held_control, label_path,
+    remembered_annotation,
 };
 use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
-use restage_gate_testkit::kubectl::rollout_restart;
-use restage_gate_testkit::projector::{project, unproject, Binding};
+use restage_gate_testkit::kubectl::{annotate, rollout_restart, rollout_resume};
+use restage_gate_testkit::lookalike::{self, change_root, declare_root};
+use restage_gate_testkit::projector::{project, project_vmware, unproject, Binding};
 use serde_json::{json, Value};
 
 const SINCE: &str = "2026-12-01T09:00:00Z";
@@ -254,6 +259,49 @@ fn released(object: &Value, patch: Vec<Value>, because: &str, pending: &str) -> 
     }
 }
 
+/// Released with the API default, because the remembered `text` is not valid for the kind.
+fn released_default(object: &Value, because: &str, text: &str, pending: &str) -> Expect {
+    let kind = kind_of(object);
+    let field = control_path(kind).trim_start_matches('/').replace('/', ".");
+    Expect {
+        allowed: true,
+        patch: release_patch(kind),
+        warning: Some(format!(
+            "restage-gate: {kind} released, API default {field} restored (remembered one invalid): {because}"
+        )),
+        audit: audit(&[
+            ("decision", "released"),
+            ("released", pending),
+            ("reason", &format!("{because}; remembered {field} {text} is not valid for a {kind}, restored the API default")),
+        ]),
+        message: None,
+    }
+}
+
+/// A Deployment change accepted unchanged that rolls now.
+fn rolling(why: &str) -> Expect {
+    Expect {
+        allowed: true,
+        patch: vec![],
+        warning: Some(format!("restage-gate: Deployment rolls now: {why}")),
+        audit: audit(&[("decision", "rolling"), ("reason", why)]),
+        message: None,
+    }
+}
+
+fn not_held(object: &Value) -> Expect {
+    Expect {
+        allowed: true,
+        patch: vec![json!({"op": "remove", "path": annotation_path(RELEASE_ANNOTATION)})],
+        warning: Some(format!(
+            "restage-gate: {} is not held; removed {RELEASE_ANNOTATION}",
+            kind_of(object)
+        )),
+        audit: audit(&[("decision", "not-held")]),
+        message: None,
+    }
+}
+
 /// Refused in reject mode: the message names the kind, the workload, the app guid when there is
 /// one, the bindings and the ways to apply the change now.
 fn rejected(object: &Value, bindings: &str) -> Expect {
@@ -327,6 +375,10 @@ fn scaled(object: Value, replicas: u32) -> Value {
 
 fn restarted(object: Value) -> Value {
     with(object, |s| rollout_restart(s, "2026-12-02T10:00:00Z"))
+}
+
+fn release_requested(object: Value) -> Value {
+    with(object, |s| annotate(s, RELEASE_ANNOTATION, "now"))
 }
 
 fn on_delete(object: Value) -> Value {
@@ -403,6 +455,291 @@ fn module_follows_the_decision_table() {
         }),
     ];
     check(cases);
+}
+
+/// An app that declares its own `SERVICE_BINDING_ROOT`, unbound and bound to `upsi` under it.
+fn app_with_root(root: &str) -> (Value, Value) {
+    let unbound = with(unbound(), |s| declare_root(s, root));
+    let bound = with(unbound.clone(), |s| project(s, &upsi()));
+    (unbound, bound)
+}
+
+fn vmware(object: Value) -> Value {
+    let mut binding = Binding::new("", "legacy-db", "legacy-db-secret");
+    binding.env = vec![("DATABASE_URL".into(), "uri".into())];
+    with(object, |s| {
+        project_vmware(s, "4b2c350fb984fc36b6cf39515a2efced0fcb5053", &binding)
+    })
+}
+
+#[test]
+fn module_recognises_projections_by_their_exact_shape() {
+    let sts = unbound();
+    let u = format!("+{}", upsi_name());
+    let (unbound_own, bound_own) = app_with_root("/etc/svc");
+    let root_changed = with(bound_own.clone(), |s| {
+        change_root(
+            s,
+            Some(json!({"name": "SERVICE_BINDING_ROOT", "value": "/srv/bindings"})),
+        )
+    });
+    let held_own = || held(bound_own.clone(), &u, SINCE);
+    let release = || release_patch("StatefulSet");
+    let restage = "restart or restage";
+
+    #[rustfmt::skip]
+    let cases: Vec<Case> = vec![
+        ("own root changed", defer(), "UPDATE", bound_own.clone(), root_changed.clone(), plain()),
+        ("own root added", defer(), "UPDATE", unbound(), unbound_own.clone(), plain()),
+        ("own root removed", defer(), "UPDATE", unbound_own.clone(), unbound(), plain()),
+        ("own root changed while held", defer(), "UPDATE", held_own(),
+            with(held_own(), |s| change_root(s, Some(json!({"name": "SERVICE_BINDING_ROOT", "value": "/srv/bindings"})))),
+            released(&sts, release(), restage, &u)),
+        ("own root changed, reject mode", reject(), "UPDATE", bound_own.clone(), root_changed, plain()),
+        ("a bind under the app's own root", defer(), "UPDATE", unbound_own.clone(), bound_own.clone(), first_hold(&sts, &u)),
+        ("the last unbind while the app declares its own root", defer(), "UPDATE", bound_own.clone(),
+            with(bound_own.clone(), |s| unproject(s, &upsi().uid, true)), first_hold(&sts, &format!("-{}", upsi_name()))),
+        ("a VMware bind with env mappings", defer(), "UPDATE", unbound(), vmware(unbound()), first_hold(&sts, "+legacy-db")),
+        ("a VMware bind with env mappings, reject mode", reject(), "UPDATE", unbound(), vmware(unbound()), rejected(&sts, "+legacy-db")),
+    ];
+    check(cases);
+    let mut lookalikes: Vec<Case<String>> = Vec::new();
+    for (name, volume) in lookalike::volumes() {
+        let add = |s: Value| with(s, |s| lookalike::mount(s, &volume));
+        let held_u = || held(bound(), &u, SINCE);
+        #[rustfmt::skip]
+        lookalikes.extend([
+            (format!("{name} (defer)"), defer(), "UPDATE", bound(), add(bound()), plain()),
+            (format!("{name} (reject)"), reject(), "UPDATE", bound(), add(bound()), plain()),
+            (format!("{name} (held)"), defer(), "UPDATE", held_u(), add(held_u()), released(&sts, release(), restage, &u)),
+        ]);
+    }
+    check(lookalikes);
+}
+
+#[test]
+fn a_controller_overwrite_of_a_held_app_with_its_own_root_keeps_every_marker() {
+    let (unbound_own, bound_own) = app_with_root("/etc/svc");
+    let pending = format!("+{} +orders-db", upsi_name());
+    let old = held(
+        with(bound_own, |s| project(s, &orders_db())),
+        &pending,
+        SINCE,
+    );
+    // the runner's desired state keeps the app's own root and drops every projection
+    let overwrite = runner_write(&old, &unbound_own);
+    let sts = unbound();
+    check(vec![(
+        "controller overwrite while held",
+        defer(),
+        "UPDATE",
+        old.clone(),
+        overwrite.clone(),
+        kept(&sts, hold_patch("StatefulSet", SINCE, &pending), &pending),
+    )]);
+    // what it stores is the old object's hold: the next identical write changes nothing
+    let stored = evaluate(&defer(), "UPDATE", &old, &overwrite).object;
+    let again = evaluate(&defer(), "UPDATE", &stored, &overwrite).object;
+    assert_eq!(again, stored);
+}
+
+#[test]
+fn module_restores_only_strategies_the_api_server_accepts() {
+    let sts = unbound();
+    let remembering = |text: &str| {
+        with(held(bound(), "+x", SINCE), |s| {
+            s["metadata"]["annotations"][ORIGINAL_STRATEGY_ANNOTATION] = json!(text)
+        })
+    };
+    let restage = "restart or restage";
+    let mut cases: Vec<Case> = Vec::new();
+    for text in [
+        "not json",
+        r#"{"type":"Recreate"}"#,
+        r#"{"rollingUpdate":{"partition":2147483648},"type":"RollingUpdate"}"#,
+        r#"{"rollingUpdate":{"partition":1.5},"type":"RollingUpdate"}"#,
+        r#"{"rollingUpdate":{"maxUnavailable":0},"type":"RollingUpdate"}"#,
+    ] {
+        let old = remembering(text);
+        cases.push((
+            "tampered or out-of-range remembered strategy",
+            defer(),
+            "UPDATE",
+            old.clone(),
+            restarted(old),
+            released_default(&sts, restage, text, "+x"),
+        ));
+    }
+    let canary = json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 3}});
+    let labelled = with(bound(), |s| {
+        s["metadata"]["labels"][HELD_LABEL] = json!("true");
+        s["spec"]["updateStrategy"] = canary.clone();
+    });
+    let mut remembers_canary = add_markers("StatefulSet", &canary.to_string(), NOW, "");
+    remembers_canary.retain(|op| op["path"] != label_path(HELD_LABEL));
+    remembers_canary.extend(hold_control("StatefulSet"));
+    #[rustfmt::skip]
+    cases.extend([
+        ("a label without annotations remembers the current strategy", defer(), "UPDATE", labelled.clone(), labelled.clone(),
+            kept_since(&sts, NOW, remembers_canary, "")),
+        ("a label without annotations never releases to partition 0", defer(), "UPDATE", labelled.clone(), restarted(labelled),
+            released(&sts, vec![json!({"op": "remove", "path": label_path(HELD_LABEL)})], restage, "")),
+    ]);
+    check(cases);
+}
+
+#[test]
+fn module_releases_on_the_release_annotation() {
+    let mut cases: Vec<Case> = Vec::new();
+    for object in [unbound(), daemonset(), deployment()] {
+        let kind = kind_of(&object);
+        let bound = with(object.clone(), |s| project(s, &orders_db()));
+        let held_bound = held(bound.clone(), "+orders-db", SINCE);
+        let mut patch = release_patch(kind);
+        patch.push(json!({"op": "remove", "path": annotation_path(RELEASE_ANNOTATION)}));
+        cases.push((
+            "release annotation on a held workload",
+            defer(),
+            "UPDATE",
+            held_bound.clone(),
+            release_requested(held_bound),
+            released(&object, patch, "release requested", "+orders-db"),
+        ));
+        cases.push((
+            "release annotation on a workload not held",
+            defer(),
+            "UPDATE",
+            bound.clone(),
+            release_requested(bound.clone()),
+            not_held(&object),
+        ));
+        cases.push((
+            "release annotation in reject mode",
+            reject(),
+            "UPDATE",
+            bound.clone(),
+            release_requested(bound),
+            plain(),
+        ));
+    }
+    check(cases);
+}
+
+fn orders() -> Binding {
+    Binding::new(
+        "1b2c3d4e-5f60-4718-829a-b0c1d2e3f405",
+        "orders-db",
+        "orders-db-secret",
+    )
+}
+
+fn cache() -> Binding {
+    Binding::new(
+        "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
+        "cache",
+        "cache-secret",
+    )
+}
+
+fn bind(object: Value, binding: &Binding) -> Value {
+    with(object, |o| project(o, binding))
+}
+
+fn unbind(object: Value, binding: &Binding) -> Value {
+    with(object, |o| unproject(o, &binding.uid, true))
+}
+
+#[test]
+fn module_holds_daemonsets_with_on_delete() {
+    let ds = daemonset();
+    let bound = || bind(daemonset(), &orders());
+    let held_bound = || held(bound(), "+orders-db", SINCE);
+    let both = "+orders-db +cache";
+    let mid_rollout = || {
+        with(daemonset(), |d| {
+            d["status"]["updatedNumberScheduled"] = json!(2)
+        })
+    };
+    let pending_patch =
+        vec![json!({"op": "replace", "path": annotation_path(PENDING_ANNOTATION), "value": both})];
+    #[rustfmt::skip]
+    let cases: Vec<Case> = vec![
+        ("DaemonSet bind", defer(), "UPDATE", daemonset(), bound(), first_hold(&ds, "+orders-db")),
+        ("DaemonSet unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders()), first_hold(&ds, "-orders-db")),
+        ("DaemonSet second bind while held", defer(), "UPDATE", held_bound(), bind(held_bound(), &cache()), kept(&ds, pending_patch, both)),
+        ("DaemonSet no change while held", defer(), "UPDATE", held_bound(), held_bound(), kept(&ds, vec![], "+orders-db")),
+        ("DaemonSet wipe", defer(), "UPDATE", bound(), daemonset(), plain()),
+        ("DaemonSet wipe while held", defer(), "UPDATE", held_bound(), daemonset(), kept(&ds, hold_patch("DaemonSet", SINCE, "+orders-db"), "+orders-db")),
+        ("DaemonSet restage while held", defer(), "UPDATE", held_bound(), restarted(held_bound()), released(&ds, release_patch("DaemonSet"), "restart or restage", "+orders-db")),
+        ("DaemonSet held, window open", open_window(), "UPDATE", held_bound(), held_bound(), released(&ds, release_patch("DaemonSet"), ALWAYS, "+orders-db")),
+        ("DaemonSet bind during a rollout", defer(), "UPDATE", mid_rollout(), bind(mid_rollout(), &orders()), plain()),
+        ("DaemonSet bind with its own OnDelete", defer(), "UPDATE", on_delete(daemonset()), on_delete(bound()), plain()),
+        ("DaemonSet reject mode bind", reject(), "UPDATE", daemonset(), bound(), rejected(&ds, "+orders-db")),
+    ];
+    check(cases);
+}
+
+#[test]
+fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
+    let d = deployment();
+    let bound = || bind(deployment(), &orders());
+    let held_bound = || held(bound(), "+orders-db", SINCE);
+    let paused = |o: Value| with(o, |o| o["spec"]["paused"] = json!(true));
+    let resumed = |o: Value| with(o, rollout_resume);
+    let mid_rollout = || {
+        with(deployment(), |o| {
+            o["status"]["conditions"][1]["reason"] = json!("ReplicaSetUpdated");
+        })
+    };
+    let both = "+orders-db +cache";
+    let pending_patch =
+        vec![json!({"op": "replace", "path": annotation_path(PENDING_ANNOTATION), "value": both})];
+    let unbound_why =
+        "binding orders-db removed; a paused Deployment would start new pods from the old template";
+    let rotated = Binding {
+        secret: "orders-db-secret-2".into(),
+        ..orders()
+    };
+    let switched_why = "secret orders-db-secret no longer projected; a paused Deployment would start new pods from the old template";
+    // a template-only overwrite by a controller that leaves `paused` alone
+    let template_wipe = with(held_bound(), |o| {
+        o["spec"]["template"] = deployment()["spec"]["template"].clone();
+        o["metadata"]["labels"] = deployment()["metadata"]["labels"].clone();
+        o["metadata"]["annotations"] = deployment()["metadata"]["annotations"].clone();
+    });
+    let rewrite_markers = add_markers("Deployment", "false", SINCE, "+orders-db");
+    #[rustfmt::skip]
+    let cases: Vec<Case> = vec![
+        ("Deployment bind", defer(), "UPDATE", deployment(), bound(), first_hold(&d, "+orders-db")),
+        ("Deployment bind in place (type added)", defer(), "UPDATE", bound(),
+            bind(bound(), &Binding { type_: Some("postgresql".into()), ..orders() }), first_hold(&d, "~orders-db")),
+        ("Deployment second bind while held", defer(), "UPDATE", held_bound(), bind(held_bound(), &cache()), kept(&d, pending_patch, both)),
+        ("Deployment scale while held", defer(), "UPDATE", held_bound(), scaled(held_bound(), 5), kept(&d, vec![], "+orders-db")),
+        ("Deployment wipe", defer(), "UPDATE", bound(), deployment(), plain()),
+        ("Deployment template wipe while held", defer(), "UPDATE", held_bound(), template_wipe, kept(&d, rewrite_markers, "+orders-db")),
+        ("Deployment restage while held", defer(), "UPDATE", held_bound(), restarted(held_bound()), released(&d, release_patch("Deployment"), "restart or restage", "+orders-db")),
+        ("Deployment rollout resume while held", defer(), "UPDATE", held_bound(), resumed(held_bound()), released(&d, remove_markers("Deployment"), "rollout resumed", "+orders-db")),
+        ("Deployment unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders()), rolling(unbound_why)),
+        ("Deployment unbind while held", defer(), "UPDATE", held_bound(), unbind(held_bound(), &orders()), released(&d, release_patch("Deployment"), unbound_why, "+orders-db")),
+        ("Deployment binding secret switched", defer(), "UPDATE", bound(), bind(bound(), &rotated), rolling(switched_why)),
+        ("Deployment bind during a rollout", defer(), "UPDATE", mid_rollout(), bind(mid_rollout(), &orders()), plain()),
+        ("Deployment bind while its owner paused it", defer(), "UPDATE", paused(deployment()), paused(bound()), plain()),
+        ("Deployment reject mode bind", reject(), "UPDATE", deployment(), bound(), rejected(&d, "+orders-db")),
+        ("Deployment reject mode unbind", reject(), "UPDATE", bound(), unbind(bound(), &orders()), rolling(unbound_why)),
+    ];
+    check(cases);
+    let tampered = with(held_bound(), |o| {
+        o["metadata"]["annotations"][remembered_annotation("Deployment")] = json!("yes")
+    });
+    check(vec![(
+        "Deployment tampered remembered paused",
+        defer(),
+        "UPDATE",
+        tampered.clone(),
+        restarted(tampered),
+        released_default(&d, "restart or restage", "yes", "+orders-db"),
+    )]);
+    assert_eq!(held_control("Deployment"), json!(true));
 }
 
 #[test]
