@@ -1,12 +1,13 @@
-//! The requests the benchmarks evaluate: Korifi's writes, and binds into templates of growing
-//! size (bindings × containers).
+//! The requests the benchmarks evaluate: Korifi's writes, a Deployment's bind and unbind, and
+//! binds into templates of growing size (bindings × containers).
 
 use serde_json::{json, Value};
 
 use restage_gate_testkit::admission::{request, validation_request};
+use restage_gate_testkit::fixtures::deployment;
 use restage_gate_testkit::hold::held;
 use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
-use restage_gate_testkit::projector::{project, Binding};
+use restage_gate_testkit::projector::{project, unproject, Binding};
 
 /// Whether restage-gate answers with a mutated object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +101,10 @@ pub fn cases() -> Vec<Case> {
     let held_both = held(both.clone(), &pending, "2026-12-01T09:00:00Z");
     let mut scaled = both.clone();
     scaled["spec"]["replicas"] = json!(3);
+    let mut bound_deployment = deployment();
+    project(&mut bound_deployment, &orders_db());
+    let mut unbound_deployment = bound_deployment.clone();
+    unproject(&mut unbound_deployment, &orders_db().uid, true);
     let mut out = vec![
         case(
             "scale-only update",
@@ -128,6 +133,20 @@ pub fn cases() -> Vec<Case> {
             "released",
             &held_both,
             &runner_write(&held_both, &desired(1, 1)),
+        ),
+        case(
+            "first bind into a Deployment (hold)",
+            Path::Mutate,
+            "held",
+            &deployment(),
+            &bound_deployment,
+        ),
+        case(
+            "unbind from a Deployment (rolls now)",
+            Path::Accept,
+            "rolling",
+            &bound_deployment,
+            &unbound_deployment,
         ),
     ];
     for containers in [1, 8] {
