@@ -14,7 +14,7 @@ use restage_gate_e2e::admission::Outcome;
 use restage_gate_e2e::host::policy_under_test;
 use restage_gate_testkit::admission::{request, validation_request};
 use restage_gate_testkit::edit::with;
-use restage_gate_testkit::fixtures::{daemonset, deployment};
+use restage_gate_testkit::fixtures::{cache_binding, daemonset, deployment, orders_binding};
 use restage_gate_testkit::hold::{
     annotation_path, control_path, default_control, held, held_control, label_path,
     remembered_annotation,
@@ -22,7 +22,7 @@ use restage_gate_testkit::hold::{
 use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
 use restage_gate_testkit::kubectl::{annotate, rollout_restart, rollout_resume};
 use restage_gate_testkit::lookalike::{self, change_root, declare_root};
-use restage_gate_testkit::projector::{project, project_vmware, unproject, Binding};
+use restage_gate_testkit::projector::{bind, project, project_vmware, unbind, unproject, Binding};
 use serde_json::{json, Value};
 
 const SINCE: &str = "2026-12-01T09:00:00Z";
@@ -625,34 +625,10 @@ fn module_releases_on_the_release_annotation() {
     check(cases);
 }
 
-fn orders() -> Binding {
-    Binding::new(
-        "1b2c3d4e-5f60-4718-829a-b0c1d2e3f405",
-        "orders-db",
-        "orders-db-secret",
-    )
-}
-
-fn cache() -> Binding {
-    Binding::new(
-        "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
-        "cache",
-        "cache-secret",
-    )
-}
-
-fn bind(object: Value, binding: &Binding) -> Value {
-    with(object, |o| project(o, binding))
-}
-
-fn unbind(object: Value, binding: &Binding) -> Value {
-    with(object, |o| unproject(o, &binding.uid, true))
-}
-
 #[test]
 fn module_holds_daemonsets_with_on_delete() {
     let ds = daemonset();
-    let bound = || bind(daemonset(), &orders());
+    let bound = || bind(daemonset(), &orders_binding());
     let held_bound = || held(bound(), "+orders-db", SINCE);
     let both = "+orders-db +cache";
     let mid_rollout = || {
@@ -665,14 +641,14 @@ fn module_holds_daemonsets_with_on_delete() {
     #[rustfmt::skip]
     let cases: Vec<Case> = vec![
         ("DaemonSet bind", defer(), "UPDATE", daemonset(), bound(), first_hold(&ds, "+orders-db")),
-        ("DaemonSet unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders()), first_hold(&ds, "-orders-db")),
-        ("DaemonSet second bind while held", defer(), "UPDATE", held_bound(), bind(held_bound(), &cache()), kept(&ds, pending_patch, both)),
+        ("DaemonSet unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders_binding()), first_hold(&ds, "-orders-db")),
+        ("DaemonSet second bind while held", defer(), "UPDATE", held_bound(), bind(held_bound(), &cache_binding()), kept(&ds, pending_patch, both)),
         ("DaemonSet no change while held", defer(), "UPDATE", held_bound(), held_bound(), kept(&ds, vec![], "+orders-db")),
         ("DaemonSet wipe", defer(), "UPDATE", bound(), daemonset(), plain()),
         ("DaemonSet wipe while held", defer(), "UPDATE", held_bound(), daemonset(), kept(&ds, hold_patch("DaemonSet", SINCE, "+orders-db"), "+orders-db")),
         ("DaemonSet restage while held", defer(), "UPDATE", held_bound(), restarted(held_bound()), released(&ds, release_patch("DaemonSet"), "restart or restage", "+orders-db")),
         ("DaemonSet held, window open", open_window(), "UPDATE", held_bound(), held_bound(), released(&ds, release_patch("DaemonSet"), ALWAYS, "+orders-db")),
-        ("DaemonSet bind during a rollout", defer(), "UPDATE", mid_rollout(), bind(mid_rollout(), &orders()), plain()),
+        ("DaemonSet bind during a rollout", defer(), "UPDATE", mid_rollout(), bind(mid_rollout(), &orders_binding()), plain()),
         ("DaemonSet bind with its own OnDelete", defer(), "UPDATE", on_delete(daemonset()), on_delete(bound()), plain()),
         ("DaemonSet reject mode bind", reject(), "UPDATE", daemonset(), bound(), rejected(&ds, "+orders-db")),
     ];
@@ -682,7 +658,7 @@ fn module_holds_daemonsets_with_on_delete() {
 #[test]
 fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
     let d = deployment();
-    let bound = || bind(deployment(), &orders());
+    let bound = || bind(deployment(), &orders_binding());
     let held_bound = || held(bound(), "+orders-db", SINCE);
     let paused = |o: Value| with(o, |o| o["spec"]["paused"] = json!(true));
     let resumed = |o: Value| with(o, rollout_resume);
@@ -698,7 +674,7 @@ fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
         "binding orders-db removed; a paused Deployment would start new pods from the old template";
     let rotated = Binding {
         secret: "orders-db-secret-2".into(),
-        ..orders()
+        ..orders_binding()
     };
     let switched_why = "secret orders-db-secret no longer projected; a paused Deployment would start new pods from the old template";
     // a template-only overwrite by a controller that leaves `paused` alone
@@ -712,20 +688,20 @@ fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
     let cases: Vec<Case> = vec![
         ("Deployment bind", defer(), "UPDATE", deployment(), bound(), first_hold(&d, "+orders-db")),
         ("Deployment bind in place (type added)", defer(), "UPDATE", bound(),
-            bind(bound(), &Binding { type_: Some("postgresql".into()), ..orders() }), first_hold(&d, "~orders-db")),
-        ("Deployment second bind while held", defer(), "UPDATE", held_bound(), bind(held_bound(), &cache()), kept(&d, pending_patch, both)),
+            bind(bound(), &Binding { type_: Some("postgresql".into()), ..orders_binding() }), first_hold(&d, "~orders-db")),
+        ("Deployment second bind while held", defer(), "UPDATE", held_bound(), bind(held_bound(), &cache_binding()), kept(&d, pending_patch, both)),
         ("Deployment scale while held", defer(), "UPDATE", held_bound(), scaled(held_bound(), 5), kept(&d, vec![], "+orders-db")),
         ("Deployment wipe", defer(), "UPDATE", bound(), deployment(), plain()),
         ("Deployment template wipe while held", defer(), "UPDATE", held_bound(), template_wipe, kept(&d, rewrite_markers, "+orders-db")),
         ("Deployment restage while held", defer(), "UPDATE", held_bound(), restarted(held_bound()), released(&d, release_patch("Deployment"), "restart or restage", "+orders-db")),
         ("Deployment rollout resume while held", defer(), "UPDATE", held_bound(), resumed(held_bound()), released(&d, remove_markers("Deployment"), "rollout resumed", "+orders-db")),
-        ("Deployment unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders()), rolling(unbound_why)),
-        ("Deployment unbind while held", defer(), "UPDATE", held_bound(), unbind(held_bound(), &orders()), released(&d, release_patch("Deployment"), unbound_why, "+orders-db")),
+        ("Deployment unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders_binding()), rolling(unbound_why)),
+        ("Deployment unbind while held", defer(), "UPDATE", held_bound(), unbind(held_bound(), &orders_binding()), released(&d, release_patch("Deployment"), unbound_why, "+orders-db")),
         ("Deployment binding secret switched", defer(), "UPDATE", bound(), bind(bound(), &rotated), rolling(switched_why)),
-        ("Deployment bind during a rollout", defer(), "UPDATE", mid_rollout(), bind(mid_rollout(), &orders()), plain()),
+        ("Deployment bind during a rollout", defer(), "UPDATE", mid_rollout(), bind(mid_rollout(), &orders_binding()), plain()),
         ("Deployment bind while its owner paused it", defer(), "UPDATE", paused(deployment()), paused(bound()), plain()),
         ("Deployment reject mode bind", reject(), "UPDATE", deployment(), bound(), rejected(&d, "+orders-db")),
-        ("Deployment reject mode unbind", reject(), "UPDATE", bound(), unbind(bound(), &orders()), rolling(unbound_why)),
+        ("Deployment reject mode unbind", reject(), "UPDATE", bound(), unbind(bound(), &orders_binding()), rolling(unbound_why)),
     ];
     check(cases);
     let tampered = with(held_bound(), |o| {

@@ -7,10 +7,10 @@
 
 use std::path::PathBuf;
 
-use restage_gate::markers::{HELD_SINCE_ANNOTATION, PENDING_ANNOTATION};
+use restage_gate::markers::{HELD_SINCE_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION};
 use restage_gate_e2e::cluster::{Cluster, Kind, Mode, Order};
 use restage_gate_e2e::host::policy_under_test;
-use restage_gate_testkit::fixtures;
+use restage_gate_testkit::fixtures::{self, cache_binding};
 use restage_gate_testkit::hold::{
     control_path, default_control, held_control, markers_on, remembered_annotation,
 };
@@ -19,14 +19,6 @@ use restage_gate_testkit::projector::Binding;
 use serde_json::{json, Value};
 
 const INSTANCES: u32 = 3;
-
-fn cache() -> Binding {
-    Binding::new(
-        "c0ffee00-1d4a-4e8b-9c6f-0a1b2c3d4e5f",
-        "cache",
-        "cache-credentials",
-    )
-}
 
 fn app(kind: Kind, order: Order) -> Cluster {
     app_with(kind, order, Mode::Defer, json!({}))
@@ -160,6 +152,27 @@ fn running_with(kind: Kind, order: Order, binding: &Binding) -> Cluster {
     c
 }
 
+/// A running app with `bindings` bound one after the other.
+fn bound_app(kind: Kind, order: Order, bindings: &[Binding]) -> Cluster {
+    let mut c = app(kind, order);
+    for binding in bindings {
+        assert!(c.bind(binding), "{}: {} bound", kind.name(), binding.name);
+    }
+    c
+}
+
+/// Measures `restage` (a write that is stored) and checks it released the hold.
+fn released_by(mut c: Cluster, restage: &dyn Fn(&mut Cluster) -> bool) -> Row {
+    let row = measure(
+        &mut c,
+        Some(&|c| {
+            assert!(restage(c), "the restage is stored");
+        }),
+    );
+    assert_released(&c);
+    row
+}
+
 struct Scenario {
     kinds: &'static [Kind],
     /// `{scale}` and `{deploy}` stand for how the kind's platform does them.
@@ -202,10 +215,7 @@ fn scenarios() -> Vec<Scenario> {
             kinds: EVERY_KIND,
             name: "bind three services in a row",
             run: |k, o| {
-                let mut c = app(k, o);
-                for b in [upsi(), orders_db(), cache()] {
-                    assert!(c.bind(&b));
-                }
+                let mut c = bound_app(k, o, &[upsi(), orders_db(), cache_binding()]);
                 assert_held(&c, &format!("+{} +orders-db +cache", upsi().name));
                 measure(&mut c, None)
             },
@@ -248,16 +258,9 @@ fn scenarios() -> Vec<Scenario> {
             name: "bind, then unbind another service (rolls now, the held bind with it)",
             run: |k, o| {
                 let mut c = running_with(k, o, &orders_db());
-                assert!(c.bind(&cache()));
+                assert!(c.bind(&cache_binding()));
                 assert_held(&c, "+cache");
-                let row = measure(
-                    &mut c,
-                    Some(&|c| {
-                        assert!(c.unbind(&orders_db()));
-                    }),
-                );
-                assert_released(&c);
-                row
+                released_by(c, &|c| c.unbind(&orders_db()))
             },
         },
         Scenario {
@@ -285,8 +288,7 @@ fn scenarios() -> Vec<Scenario> {
             kinds: EVERY_KIND,
             name: "bind, then {scale}",
             run: |k, o| {
-                let mut c = app(k, o);
-                c.bind(&orders_db());
+                let mut c = bound_app(k, o, &[orders_db()]);
                 assert!(c.scale(4));
                 assert_held(&c, "+orders-db");
                 // a held Deployment scales its old ReplicaSet: the new pod has the old template
@@ -303,8 +305,7 @@ fn scenarios() -> Vec<Scenario> {
             kinds: EVERY_KIND,
             name: "bind, then delete a pod",
             run: |k, o| {
-                let mut c = app(k, o);
-                c.bind(&orders_db());
+                let mut c = bound_app(k, o, &[orders_db()]);
                 c.delete_pod(1);
                 let want: &[&str] = if k == Kind::Deployment {
                     &[]
@@ -319,25 +320,16 @@ fn scenarios() -> Vec<Scenario> {
             kinds: DEPLOYMENT,
             name: "bind, then {scale}, then {deploy}",
             run: |k, o| {
-                let mut c = app(k, o);
-                c.bind(&orders_db());
+                let mut c = bound_app(k, o, &[orders_db()]);
                 assert!(c.scale(4));
-                let row = measure(
-                    &mut c,
-                    Some(&|c| {
-                        assert!(c.rolling_deploy());
-                    }),
-                );
-                assert_released(&c);
-                row
+                released_by(c, &Cluster::rolling_deploy)
             },
         },
         Scenario {
             kinds: KORIFI,
             name: "bind, then the runner writes three times",
             run: |k, o| {
-                let mut c = app(k, o);
-                c.bind(&orders_db());
+                let mut c = bound_app(k, o, &[orders_db()]);
                 let held = c.object.clone();
                 for _ in 0..3 {
                     assert!(c.runner(INSTANCES));
@@ -355,67 +347,34 @@ fn scenarios() -> Vec<Scenario> {
             kinds: EVERY_KIND,
             name: "bind two, then {deploy}",
             run: |k, o| {
-                let mut c = app(k, o);
-                c.bind(&upsi());
-                c.bind(&orders_db());
-                let row = measure(
-                    &mut c,
-                    Some(&|c| {
-                        assert!(c.rolling_deploy());
-                    }),
-                );
-                assert_released(&c);
-                row
+                released_by(
+                    bound_app(k, o, &[upsi(), orders_db()]),
+                    &Cluster::rolling_deploy,
+                )
             },
         },
         Scenario {
             kinds: HELD_BY_STRATEGY,
             name: "bind, then kubectl rollout restart",
-            run: |k, o| {
-                let mut c = app(k, o);
-                c.bind(&orders_db());
-                let row = measure(
-                    &mut c,
-                    Some(&|c| {
-                        assert!(c.rollout_restart());
-                    }),
-                );
-                assert_released(&c);
-                row
-            },
+            run: |k, o| released_by(bound_app(k, o, &[orders_db()]), &Cluster::rollout_restart),
         },
         Scenario {
             kinds: DEPLOYMENT,
             name:
                 "bind, then kubectl rollout resume (kubectl refuses rollout restart while paused)",
             run: |k, o| {
-                let mut c = app(k, o);
-                c.bind(&orders_db());
+                let mut c = bound_app(k, o, &[orders_db()]);
                 assert!(!c.rollout_restart(), "kubectl refuses a paused Deployment");
-                let row = measure(
-                    &mut c,
-                    Some(&|c| {
-                        assert!(c.rollout_resume());
-                    }),
-                );
-                assert_released(&c);
-                row
+                released_by(c, &Cluster::rollout_resume)
             },
         },
         Scenario {
             kinds: EVERY_KIND,
             name: "bind, then kubectl annotate restage-gate.io/release=now",
             run: |k, o| {
-                let mut c = app(k, o);
-                c.bind(&orders_db());
-                let row = measure(
-                    &mut c,
-                    Some(&|c| {
-                        assert!(c.annotate(restage_gate::markers::RELEASE_ANNOTATION, "now"));
-                    }),
-                );
-                assert_released(&c);
-                row
+                released_by(bound_app(k, o, &[orders_db()]), &|c| {
+                    c.annotate(RELEASE_ANNOTATION, "now")
+                })
             },
         },
         Scenario {
@@ -445,18 +404,7 @@ fn scenarios() -> Vec<Scenario> {
         Scenario {
             kinds: KORIFI,
             name: "bind, then cf restart",
-            run: |k, o| {
-                let mut c = app(k, o);
-                c.bind(&orders_db());
-                let row = measure(
-                    &mut c,
-                    Some(&|c| {
-                        assert!(c.cf_restart());
-                    }),
-                );
-                assert!(!c.is_held(), "the new StatefulSet carries no hold");
-                row
-            },
+            run: |k, o| released_by(bound_app(k, o, &[orders_db()]), &Cluster::cf_restart),
         },
         Scenario {
             kinds: HELD_BY_STRATEGY,

@@ -107,13 +107,10 @@ mod tests {
     #[test]
     fn set_push_and_remove_follow_escaped_pointers() {
         let mut doc = json!({});
-        let key = pointer(&["metadata", "annotations", "restage-gate.io/held-since"]);
-        assert_eq!(key, "/metadata/annotations/restage-gate.io~1held-since");
+        let key = pointer(&["metadata", "annotations", "a.example/b~c"]);
+        assert_eq!(key, "/metadata/annotations/a.example~1b~0c");
         set(&mut doc, &key, json!("now"));
-        assert_eq!(
-            doc["metadata"]["annotations"]["restage-gate.io/held-since"],
-            "now"
-        );
+        assert_eq!(doc["metadata"]["annotations"]["a.example/b~c"], "now");
         push(&mut doc, "/spec/list", json!(1));
         push(&mut doc, "/spec/list", json!(2));
         set(&mut doc, "/spec/list/0", json!(0));

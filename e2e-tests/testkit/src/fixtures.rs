@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::projector::Binding;
+
 pub fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
 }
@@ -29,6 +31,24 @@ pub fn daemonset() -> Value {
 
 pub fn deployment() -> Value {
     fixture("workloads/deployment-unbound.json")
+}
+
+/// A ServiceBinding `orders-db` for the DaemonSet and Deployment fixtures.
+pub fn orders_binding() -> Binding {
+    Binding::new(
+        "1b2c3d4e-5f60-4718-829a-b0c1d2e3f405",
+        "orders-db",
+        "orders-db-secret",
+    )
+}
+
+/// A ServiceBinding `cache`.
+pub fn cache_binding() -> Binding {
+    Binding::new(
+        "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
+        "cache",
+        "cache-secret",
+    )
 }
 
 /// The unbound workload of a kind the policy holds: Korifi's StatefulSet, the DaemonSet, the

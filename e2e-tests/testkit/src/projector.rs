@@ -132,6 +132,18 @@ pub fn project(workload: &mut Value, binding: &Binding) {
     mapping.insert(binding.annotation("mapping"), json!(MAPPING));
 }
 
+/// `object` with `binding` projected: what the servicebinding reconciler writes for a bind.
+pub fn bind(mut object: Value, binding: &Binding) -> Value {
+    project(&mut object, binding);
+    object
+}
+
+/// `object` with `binding` unprojected: what the reconciler writes for an unbind.
+pub fn unbind(mut object: Value, binding: &Binding) -> Value {
+    unproject(&mut object, &binding.uid, true);
+    object
+}
+
 /// Removes what projecting the binding with this uid wrote. `SERVICE_BINDING_ROOT` stays:
 /// unprojecting never removes it. `mapping` also drops the workload's mapping annotation.
 pub fn unproject(workload: &mut Value, uid: &str, mapping: bool) {
