@@ -695,6 +695,8 @@ fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
         ("Deployment template wipe while held", defer(), "UPDATE", held_bound(), template_wipe, kept(&d, rewrite_markers, "+orders-db")),
         ("Deployment restage while held", defer(), "UPDATE", held_bound(), restarted(held_bound()), released(&d, release_patch("Deployment"), "restart or restage", "+orders-db")),
         ("Deployment rollout resume while held", defer(), "UPDATE", held_bound(), resumed(held_bound()), released(&d, remove_markers("Deployment"), "rollout resumed", "+orders-db")),
+        // a controller's full-spec write without `paused` unpauses it: a release too
+        ("Deployment full-spec overwrite while held", defer(), "UPDATE", held_bound(), deployment(), released(&d, vec![], "rollout resumed", "+orders-db")),
         ("Deployment unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders_binding()), rolling(unbound_why)),
         ("Deployment unbind while held", defer(), "UPDATE", held_bound(), unbind(held_bound(), &orders_binding()), released(&d, release_patch("Deployment"), unbound_why, "+orders-db")),
         ("Deployment binding secret switched", defer(), "UPDATE", bound(), bind(bound(), &rotated), rolling(switched_why)),
