@@ -5,14 +5,18 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use restage_gate::clock::UtcTime;
 use restage_gate::template::artefacts::ArtefactRules;
 use restage_gate::template::classify::classify;
-use restage_gate::workload::{self, StatefulSet, Workload};
+use restage_gate::workload::{self, StatefulSet};
 use restage_gate_e2e::workloads::cases;
 
 fn native(c: &mut Criterion) {
     let rules = ArtefactRules::default();
     let now = UtcTime(1_796_230_266);
-    let hold = workload::default_hold(&StatefulSet, &now.rfc3339(), "+orders-db");
     for case in cases() {
+        let kind = case.payload["request"]["kind"]["kind"]
+            .as_str()
+            .unwrap_or_default();
+        let kind = workload::of("apps", kind).unwrap_or(&StatefulSet);
+        let hold = workload::default_hold(kind, &now.rfc3339(), "+orders-db");
         let payload = serde_json::to_vec(&case.payload).expect("serialisable");
         c.bench_function(&format!("classify: {}", case.name), |b| {
             b.iter(|| classify(&case.old_template, &case.new_template, &rules))
@@ -32,12 +36,8 @@ fn native(c: &mut Criterion) {
             b.iter_batched(
                 || object.clone(),
                 |mut o| {
-                    let held = workload::hold(&mut o, &StatefulSet, &hold);
-                    let released = workload::release(
-                        &mut o,
-                        &StatefulSet,
-                        Some(StatefulSet.default_control()),
-                    );
+                    let held = workload::hold(&mut o, kind, &hold);
+                    let released = workload::release(&mut o, kind, Some(kind.default_control()));
                     (held, released, o)
                 },
                 criterion::BatchSize::SmallInput,

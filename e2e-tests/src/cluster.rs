@@ -1,16 +1,21 @@
-//! A test model of what a cluster does with each write to an app's StatefulSet, driving the
-//! compiled policy: the API server's admission chain (mutating webhooks in configuration-name
-//! order, then validating), the servicebinding.io projector webhook and reconciler, Korifi's
-//! statefulset-runner, kubectl, and the StatefulSet controller with its pods.
+//! A test model of what a cluster does with each write to a workload, driving the compiled
+//! policy: the API server's admission chain (mutating webhooks in configuration-name order,
+//! then validating), the servicebinding.io projector webhook and reconciler, Korifi's
+//! statefulset-runner, kubectl, and the workload's controller with its pods: a StatefulSet, a
+//! DaemonSet or a Deployment with its ReplicaSets.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use restage_gate_testkit::admission::{request, validation_request};
+use restage_gate_testkit::fixtures;
+use restage_gate_testkit::hold::{self, control_path};
+use restage_gate_testkit::korifi::{desired, runner_write};
+use restage_gate_testkit::kubectl;
+use restage_gate_testkit::projector::{project, unproject, Binding};
 use serde_json::{json, Value};
 
-use crate::admission::{statefulset_request, Outcome};
+use crate::admission::Outcome;
 use crate::host::Module;
-use crate::korifi::{desired, rollout_restart, runner_write};
-use crate::projector::{project, unproject, Binding};
 
 /// Where the projector's mutating webhook runs relative to restage-gate's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,15 +27,39 @@ pub enum Order {
 
 /// How the policy is deployed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Deployment {
+pub enum Mode {
     /// `mode: defer`, `mutating: true`: runs in the mutating phase.
     Defer,
     /// `mode: reject`, `mutating: false`: runs in the validating phase, on the final object.
     Reject,
 }
 
+/// The workload the app runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Korifi's StatefulSet, written by its statefulset-runner.
+    StatefulSet,
+    /// One pod per node.
+    DaemonSet,
+    /// Pods from ReplicaSets, one per pod template.
+    Deployment,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::StatefulSet, Kind::DaemonSet, Kind::Deployment];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::StatefulSet => "StatefulSet",
+            Kind::DaemonSet => "DaemonSet",
+            Kind::Deployment => "Deployment",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pod {
+    /// The StatefulSet ordinal, the DaemonSet node, the Deployment pod index.
     pub ordinal: usize,
     /// Index into the revisions the controller has seen.
     pub revision: usize,
@@ -46,16 +75,23 @@ pub struct Refusal {
 pub struct Cluster {
     module: &'static Module,
     settings: Value,
-    deployment: Deployment,
+    mode: Mode,
     order: Order,
-    /// The stored StatefulSet, status included.
-    pub sts: Option<Value>,
+    /// Whether the policy is in the admission chain (its ClusterAdmissionPolicy exists).
+    installed: bool,
+    pub kind: Kind,
+    /// The stored workload, status included.
+    pub object: Option<Value>,
     /// Live ServiceBindings, by uid: what the projector webhook projects.
     live: BTreeMap<String, Binding>,
     /// Secrets that exist.
     secrets: BTreeSet<String>,
     /// Pod templates by revision, in the order the controller first saw them.
     revisions: Vec<Value>,
+    /// Deployment: the revision of its newest ReplicaSet, which scaling resizes.
+    replica_set: Option<usize>,
+    /// DaemonSet: the nodes it runs on.
+    nodes: usize,
     pub pods: Vec<Pod>,
     /// Running pods replaced: by the controller's rolling updates, or by `cf restart`.
     pub restarts: usize,
@@ -75,29 +111,34 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// A running app: the runner's desired StatefulSet for version 0, created with `replicas`
-    /// pods.
+    /// A running app of `kind` with `replicas` pods (a DaemonSet: on that many nodes),
+    /// created from its owner's desired workload at version 0.
     pub fn new(
         module: &'static Module,
-        deployment: Deployment,
+        kind: Kind,
+        mode: Mode,
         order: Order,
         settings: Value,
         replicas: u32,
     ) -> Self {
         let mut settings = settings;
-        settings["mode"] = json!(match deployment {
-            Deployment::Defer => "defer",
-            Deployment::Reject => "reject",
+        settings["mode"] = json!(match mode {
+            Mode::Defer => "defer",
+            Mode::Reject => "reject",
         });
         let mut cluster = Cluster {
             module,
             settings,
-            deployment,
+            mode,
             order,
-            sts: None,
+            installed: true,
+            kind,
+            object: None,
             live: BTreeMap::new(),
             secrets: BTreeSet::new(),
             revisions: Vec::new(),
+            replica_set: None,
+            nodes: replicas as usize,
             pods: Vec::new(),
             restarts: 0,
             rollouts: BTreeSet::new(),
@@ -108,15 +149,45 @@ impl Cluster {
             version: 0,
             step: None,
         };
-        cluster.create(desired(0, replicas));
+        let workload = cluster.desired(0, replicas);
+        cluster.create(workload);
         cluster
     }
 
+    /// The same app under another name, as if it had been created with it (for runs that
+    /// need several workloads of one kind).
+    pub fn named(mut self, name: &str) -> Self {
+        if let Some(object) = self.object.as_mut() {
+            object["metadata"]["name"] = json!(name);
+        }
+        self
+    }
+
+    /// What the workload's owner wants at `version`: Korifi's runner for its StatefulSet, the
+    /// fixture workload with a new image for the other kinds.
+    fn desired(&self, version: u32, replicas: u32) -> Value {
+        if self.kind == Kind::StatefulSet {
+            return desired(version, replicas);
+        }
+        let mut object = fixtures::unbound(self.kind.name());
+        object.as_object_mut().map(|o| o.remove("status"));
+        if version > 0 {
+            set_image(&mut object, version);
+        }
+        if self.kind == Kind::Deployment {
+            object["spec"]["replicas"] = json!(replicas);
+        }
+        object
+    }
+
     fn current(&self) -> Value {
-        self.sts.clone().unwrap_or(Value::Null)
+        self.object.clone().unwrap_or(Value::Null)
     }
 
     fn replicas(&self) -> u32 {
+        if self.kind == Kind::DaemonSet {
+            return self.nodes as u32;
+        }
         let replicas = self
             .current()
             .pointer("/spec/replicas")
@@ -125,10 +196,10 @@ impl Cluster {
     }
 
     fn evaluate(&mut self, operation: &str, old: &Value, new: &Value) -> Outcome {
-        let request = statefulset_request(operation, old, new);
+        let request = request(operation, old, new);
         let response = self
             .module
-            .validate(&json!({"settings": self.settings, "request": request}))
+            .validate(&validation_request(&self.settings, &request))
             .unwrap_or_else(
                 |e| json!({"accepted": false, "message": format!("policy error: {e}")}),
             );
@@ -150,7 +221,7 @@ impl Cluster {
                 for binding in self.live.values() {
                     project(&mut object, binding);
                 }
-            } else if self.deployment == Deployment::Defer {
+            } else if self.installed && self.mode == Mode::Defer {
                 let outcome = self.evaluate(operation, &old, &object);
                 if !outcome.allowed {
                     return self.refuse(writer, outcome);
@@ -158,7 +229,7 @@ impl Cluster {
                 object = outcome.object;
             }
         }
-        if self.deployment == Deployment::Reject {
+        if self.installed && self.mode == Mode::Reject {
             let outcome = self.evaluate(operation, &old, &object);
             if !outcome.allowed {
                 return self.refuse(writer, outcome);
@@ -177,10 +248,16 @@ impl Cluster {
 
     /// An UPDATE of the whole object; the controller reacts. Whether it was stored.
     pub fn update(&mut self, writer: &str, object: Value) -> bool {
-        let old = self.current();
-        let Some(mut object) = self.admit(writer, "UPDATE", object) else {
+        let Some(object) = self.admit(writer, "UPDATE", object) else {
             return false;
         };
+        self.store(object);
+        true
+    }
+
+    /// Stores an admitted write the way the API server does, and lets the controller react.
+    fn store(&mut self, mut object: Value) {
+        let old = self.current();
         // status is the controller's (a subresource): writes to the object do not change it
         object["status"] = old["status"].clone();
         object["metadata"]["generation"] = old["metadata"]["generation"].clone();
@@ -191,15 +268,14 @@ impl Cluster {
         object["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
         if object == old {
             self.unchanged_writes += 1;
-            return true;
+            return;
         }
         let version = old["metadata"]["resourceVersion"]
             .as_str()
             .and_then(|v| v.parse::<u64>().ok());
         object["metadata"]["resourceVersion"] = json!((version.unwrap_or(0) + 1).to_string());
-        self.sts = Some(object);
+        self.object = Some(object);
         self.reconcile();
-        true
     }
 
     fn create(&mut self, object: Value) -> bool {
@@ -212,29 +288,38 @@ impl Cluster {
             meta.remove("deletionTimestamp");
         }
         object.as_object_mut().map(|o| o.remove("status"));
-        self.sts = Some(object);
+        self.object = Some(object);
         self.reconcile();
         true
     }
 
+    // ---- the policy ----
+
+    /// `kubectl delete clusteradmissionpolicy restage-gate`: the policy leaves the admission
+    /// chain; whatever it left on the workload stays.
+    pub fn uninstall(&mut self) {
+        self.installed = false;
+    }
+
     // ---- writers ----
 
-    /// `cf bind-service`: the binding secret exists, the ServiceBinding is created, and the
-    /// servicebinding reconciler PUTs the workload with the projection.
+    /// `cf bind-service` (or a ServiceBinding applied): the binding secret exists, the
+    /// ServiceBinding is created, and the servicebinding reconciler PUTs the workload with the
+    /// projection.
     pub fn bind(&mut self, binding: &Binding) -> bool {
         self.secrets.insert(binding.secret.clone());
         self.live.insert(binding.uid.clone(), binding.clone());
-        let mut sts = self.current();
-        project(&mut sts, binding);
-        self.update("servicebinding reconciler", sts)
+        let mut object = self.current();
+        project(&mut object, binding);
+        self.update("servicebinding reconciler", object)
     }
 
     /// `cf unbind-service`: the reconciler unprojects and the binding secret is deleted.
     pub fn unbind(&mut self, binding: &Binding) -> bool {
         self.live.remove(&binding.uid);
-        let mut sts = self.current();
-        unproject(&mut sts, &binding.uid, true);
-        let stored = self.update("servicebinding reconciler", sts);
+        let mut object = self.current();
+        unproject(&mut object, &binding.uid, true);
+        let stored = self.update("servicebinding reconciler", object);
         self.secrets.remove(&binding.secret);
         stored
     }
@@ -245,49 +330,106 @@ impl Cluster {
         rotated.secret = new_secret.into();
         self.secrets.insert(rotated.secret.clone());
         self.live.insert(rotated.uid.clone(), rotated.clone());
-        let mut sts = self.current();
-        project(&mut sts, &rotated);
-        self.update("servicebinding reconciler", sts);
+        let mut object = self.current();
+        project(&mut object, &rotated);
+        self.update("servicebinding reconciler", object);
         self.secrets.remove(&binding.secret);
         rotated
     }
 
     /// Korifi's statefulset-runner reconciling the app at `replicas` instances.
     pub fn runner(&mut self, replicas: u32) -> bool {
+        assert_eq!(
+            self.kind,
+            Kind::StatefulSet,
+            "Korifi runs apps as StatefulSets"
+        );
         let write = runner_write(&self.current(), &desired(self.version, replicas));
         self.update("statefulset-runner", write)
     }
 
-    /// `cf scale -i N`: the runner writes the new instance count.
+    /// More instances: `cf scale -i N` (the runner writes the StatefulSet), `kubectl scale` of
+    /// a Deployment (the `scale` subresource, which admission webhooks on the workload do not
+    /// see), or nodes joining a DaemonSet's cluster.
     pub fn scale(&mut self, replicas: u32) -> bool {
-        self.runner(replicas)
+        match self.kind {
+            Kind::StatefulSet => self.runner(replicas),
+            Kind::Deployment => {
+                let mut object = self.current();
+                object["spec"]["replicas"] = json!(replicas);
+                self.store(object);
+                true
+            }
+            Kind::DaemonSet => {
+                self.nodes = replicas as usize;
+                self.reconcile();
+                true
+            }
+        }
     }
 
-    /// `cf push --strategy rolling`: a new droplet and process version, written by the runner.
+    /// A new version of the app: `cf push --strategy rolling` (a new droplet, written by the
+    /// runner), or `kubectl set image` for the other kinds.
     pub fn rolling_deploy(&mut self) -> bool {
         self.version += 1;
-        let replicas = self.replicas();
-        self.runner(replicas)
+        if self.kind == Kind::StatefulSet {
+            let replicas = self.replicas();
+            return self.runner(replicas);
+        }
+        let mut object = self.current();
+        set_image(&mut object, self.version);
+        self.update("kubectl set image", object)
     }
 
-    /// `kubectl rollout restart`.
+    /// `kubectl rollout restart`. kubectl itself refuses a paused Deployment ("can't restart
+    /// paused deployment (run rollout resume first)"): nothing is written.
     pub fn rollout_restart(&mut self) -> bool {
-        let mut sts = self.current();
-        rollout_restart(
-            &mut sts,
+        let mut object = self.current();
+        if self.kind == Kind::Deployment && object["spec"]["paused"] == json!(true) {
+            return false;
+        }
+        kubectl::rollout_restart(
+            &mut object,
             &format!("2026-12-02T12:00:{:02}Z", self.rollouts.len()),
         );
-        self.update("kubectl rollout restart", sts)
+        self.update("kubectl rollout restart", object)
+    }
+
+    /// `kubectl rollout resume deployment/NAME`.
+    pub fn rollout_resume(&mut self) -> bool {
+        assert_eq!(self.kind, Kind::Deployment, "only Deployments pause");
+        let mut object = self.current();
+        kubectl::rollout_resume(&mut object);
+        self.update("kubectl rollout resume", object)
+    }
+
+    /// `kubectl annotate KIND NAME key=value --overwrite`.
+    pub fn annotate(&mut self, key: &str, value: &str) -> bool {
+        let mut object = self.current();
+        kubectl::annotate(&mut object, key, value);
+        self.update("kubectl annotate", object)
+    }
+
+    /// `kubectl patch KIND NAME --type merge -p PATCH` (RFC 7386).
+    pub fn merge_patch(&mut self, patch: &Value) -> bool {
+        let mut object = self.current();
+        json_patch::merge(&mut object, patch);
+        self.update("kubectl patch", object)
     }
 
     /// `cf restart` (and `cf restage`, `cf push`): the StatefulSet is deleted and created anew.
     pub fn cf_restart(&mut self) -> bool {
+        assert_eq!(
+            self.kind,
+            Kind::StatefulSet,
+            "Korifi runs apps as StatefulSets"
+        );
         let replicas = self.replicas();
         let running = self.pods.len();
-        self.sts = None;
+        self.object = None;
         self.pods.clear();
         let created = self.create(desired(self.version, replicas));
-        if let Some(template) = self.sts.as_ref().map(|s| s["spec"]["template"].clone()) {
+        if let Some(template) = self.object.as_ref().map(|s| s["spec"]["template"].clone()) {
             let revision = self.revision_of(template);
             self.restarts += running;
             self.rollouts.insert(revision);
@@ -295,50 +437,44 @@ impl Cluster {
         created
     }
 
-    /// A pod deleted (eviction, `cf restart-app-instance`); the controller recreates it.
+    /// A pod deleted (eviction, `cf restart-app-instance`); its controller recreates it.
     pub fn delete_pod(&mut self, ordinal: usize) {
         self.pods.retain(|p| p.ordinal != ordinal);
         self.reconcile();
     }
 
-    // ---- the StatefulSet controller ----
+    // ---- the controllers ----
 
-    /// Pods follow the stored StatefulSet: created from the current template, rolled one by one
-    /// under RollingUpdate (highest ordinal first), never under OnDelete.
+    /// Pods follow the stored workload, by its kind's controller.
     pub fn reconcile(&mut self) {
-        let Some(sts) = self.sts.clone() else {
+        let Some(object) = self.object.clone() else {
             return;
         };
-        let revision = self.revision_of(sts["spec"]["template"].clone());
-        let replicas = self.replicas() as usize;
-        self.pods.retain(|p| p.ordinal < replicas);
-        for ordinal in 0..replicas {
-            if !self.pods.iter().any(|p| p.ordinal == ordinal) {
-                self.start_pod(ordinal, revision);
-                self.pods.push(Pod { ordinal, revision });
-            }
+        let revision = self.revision_of(object["spec"]["template"].clone());
+        let status = match self.kind {
+            Kind::StatefulSet => self.statefulset(&object, revision),
+            Kind::DaemonSet => self.daemonset(&object, revision),
+            Kind::Deployment => self.deployment(&object, revision),
+        };
+        if let Some(stored) = self.object.as_mut() {
+            stored["status"] = status;
         }
-        self.pods.sort_by_key(|p| p.ordinal);
+    }
+
+    /// Pods created from the current template, rolled one by one under RollingUpdate (highest
+    /// ordinal first, down to the partition), never under OnDelete.
+    fn statefulset(&mut self, sts: &Value, revision: usize) -> Value {
+        let replicas = self.replicas() as usize;
+        self.fill(replicas, revision);
         let strategy = &sts["spec"]["updateStrategy"];
-        if strategy["type"].as_str().unwrap_or("RollingUpdate") == "RollingUpdate" {
+        if rolls(strategy) {
             let partition = strategy
                 .pointer("/rollingUpdate/partition")
                 .and_then(Value::as_u64)
                 .unwrap_or(0) as usize;
-            let mut budget = self.step.unwrap_or(usize::MAX);
-            for i in (0..self.pods.len()).rev() {
-                let pod = self.pods[i].clone();
-                if budget == 0 || pod.ordinal < partition || pod.revision == revision {
-                    continue;
-                }
-                budget -= 1;
-                self.start_pod(pod.ordinal, revision);
-                self.pods[i].revision = revision;
-                self.restarts += 1;
-                self.rollouts.insert(revision);
-            }
+            self.roll(revision, |pod| pod.ordinal >= partition);
         }
-        let updated = self.pods.iter().filter(|p| p.revision == revision).count();
+        let updated = self.updated(revision);
         let name = |r: usize| format!("app-rev-{r}");
         let mut status = json!({
             "observedGeneration": sts["metadata"]["generation"],
@@ -350,9 +486,92 @@ impl Cluster {
         if updated == replicas {
             status["currentRevision"] = json!(name(revision));
         }
-        if let Some(stored) = self.sts.as_mut() {
-            stored["status"] = status;
+        status
+    }
+
+    /// One pod per node, created from the current template (new nodes, deleted pods); rolled
+    /// under RollingUpdate, never under OnDelete.
+    fn daemonset(&mut self, ds: &Value, revision: usize) -> Value {
+        let nodes = self.nodes;
+        self.fill(nodes, revision);
+        if rolls(&ds["spec"]["updateStrategy"]) {
+            self.roll(revision, |_| true);
         }
+        let pods = self.pods.len();
+        json!({
+            "observedGeneration": ds["metadata"]["generation"],
+            "desiredNumberScheduled": nodes,
+            "currentNumberScheduled": pods,
+            "numberReady": pods,
+            "numberAvailable": pods,
+            "updatedNumberScheduled": self.updated(revision),
+        })
+    }
+
+    /// A ReplicaSet per template. Unpaused, a new template gets a new ReplicaSet and the pods
+    /// roll to it; paused, no ReplicaSet is created and the newest one (the old template) is
+    /// the one scaled, so every pod created meanwhile comes from the old template.
+    fn deployment(&mut self, deployment: &Value, revision: usize) -> Value {
+        let paused = deployment["spec"]["paused"] == json!(true);
+        if self.replica_set.is_none() || !paused {
+            self.replica_set = Some(revision);
+        }
+        let current = self.replica_set.unwrap_or(revision);
+        let replicas = self.replicas() as usize;
+        self.fill(replicas, current);
+        if !paused {
+            self.roll(revision, |_| true);
+        }
+        let updated = if current == revision {
+            self.updated(revision)
+        } else {
+            0
+        };
+        let progressing = if paused && current != revision {
+            json!({"type": "Progressing", "status": "Unknown", "reason": "DeploymentPaused"})
+        } else if updated < replicas {
+            json!({"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"})
+        } else {
+            json!({"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"})
+        };
+        json!({
+            "observedGeneration": deployment["metadata"]["generation"],
+            "replicas": self.pods.len(),
+            "updatedReplicas": updated,
+            "conditions": [progressing],
+        })
+    }
+
+    /// Exactly `count` pods, ordinals from 0: missing ones created from `revision`.
+    fn fill(&mut self, count: usize, revision: usize) {
+        self.pods.retain(|p| p.ordinal < count);
+        for ordinal in 0..count {
+            if !self.pods.iter().any(|p| p.ordinal == ordinal) {
+                self.start_pod(ordinal, revision);
+                self.pods.push(Pod { ordinal, revision });
+            }
+        }
+        self.pods.sort_by_key(|p| p.ordinal);
+    }
+
+    /// Replaces pods not at `revision` (highest ordinal first), within the step budget.
+    fn roll(&mut self, revision: usize, may_replace: impl Fn(&Pod) -> bool) {
+        let mut budget = self.step.unwrap_or(usize::MAX);
+        for i in (0..self.pods.len()).rev() {
+            let pod = self.pods[i].clone();
+            if budget == 0 || pod.revision == revision || !may_replace(&pod) {
+                continue;
+            }
+            budget -= 1;
+            self.start_pod(pod.ordinal, revision);
+            self.pods[i].revision = revision;
+            self.restarts += 1;
+            self.rollouts.insert(revision);
+        }
+    }
+
+    fn updated(&self, revision: usize) -> usize {
+        self.pods.iter().filter(|p| p.revision == revision).count()
     }
 
     fn revision_of(&mut self, template: Value) -> usize {
@@ -390,22 +609,36 @@ impl Cluster {
     }
 
     pub fn annotation(&self, key: &str) -> Option<String> {
-        self.current()
-            .pointer("/metadata/annotations")?
-            .get(key)?
-            .as_str()
-            .map(str::to_string)
+        hold::annotation(&self.current(), key).map(str::to_string)
     }
 
     pub fn is_held(&self) -> bool {
-        self.current()
-            .pointer("/metadata/labels/restage-gate.io~1held")
-            == Some(&json!("true"))
+        hold::is_held(&self.current())
     }
 
-    pub fn strategy(&self) -> Value {
-        self.current()["spec"]["updateStrategy"].clone()
+    /// The rollout control: `spec.updateStrategy`, or a Deployment's `spec.paused`.
+    pub fn control(&self) -> Value {
+        let object = self.current();
+        object
+            .pointer(&control_path(self.kind.name()))
+            .cloned()
+            .unwrap_or(Value::Null)
     }
+}
+
+/// An absent type counts as RollingUpdate.
+fn rolls(strategy: &Value) -> bool {
+    strategy["type"].as_str().unwrap_or("RollingUpdate") == "RollingUpdate"
+}
+
+/// A new image for the first container, as `kubectl set image` writes it.
+fn set_image(object: &mut Value, version: u32) {
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or("app")
+        .to_string();
+    object["spec"]["template"]["spec"]["containers"][0]["image"] =
+        json!(format!("registry.example.com/apps/{name}:{version}"));
 }
 
 /// Secrets a template mounts (secret volumes and projected secret sources).

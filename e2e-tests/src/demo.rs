@@ -1,11 +1,12 @@
 //! The example requests `make demo` and the bats suite evaluate (`requests/*.json`): one app
 //! through a bind, a second bind, Korifi's runner writes, a rolling deploy and a scale.
 
+use restage_gate_testkit::admission::{request, review};
+use restage_gate_testkit::edit::with;
+use restage_gate_testkit::hold::held;
+use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
+use restage_gate_testkit::projector::project;
 use serde_json::{json, Value};
-
-use crate::admission::{review, statefulset_request};
-use crate::korifi::{desired, held, orders_db, runner_write, unbound, upsi};
-use crate::projector::project;
 
 pub const HELD_SINCE: &str = "2026-12-01T09:00:00Z";
 
@@ -17,7 +18,7 @@ pub fn requests() -> Vec<(&'static str, &'static str, Value)> {
     let both_pending = format!("{upsi_pending} +orders-db");
     let held_once = held(bound.clone(), &upsi_pending, HELD_SINCE);
     let held_twice = held(both.clone(), &both_pending, HELD_SINCE);
-    let update = |old: &Value, new: &Value| review(&statefulset_request("UPDATE", old, new));
+    let update = |old: &Value, new: &Value| review(&request("UPDATE", old, new));
     vec![
         ("01-bind.json", "held", update(&unbound(), &bound)),
         (
@@ -47,9 +48,4 @@ pub fn requests() -> Vec<(&'static str, &'static str, Value)> {
             ),
         ),
     ]
-}
-
-fn with(mut sts: Value, edit: impl FnOnce(&mut Value)) -> Value {
-    edit(&mut sts);
-    sts
 }

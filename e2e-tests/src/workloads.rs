@@ -1,11 +1,13 @@
-//! The requests the benchmarks evaluate: Korifi's writes, and binds into templates of growing
-//! size (bindings × containers).
+//! The requests the benchmarks evaluate: Korifi's writes, a Deployment's bind and unbind, and
+//! binds into templates of growing size (bindings × containers).
 
 use serde_json::{json, Value};
 
-use crate::admission::statefulset_request;
-use crate::korifi::{desired, held, orders_db, runner_write, unbound, upsi};
-use crate::projector::{project, Binding};
+use restage_gate_testkit::admission::{request, validation_request};
+use restage_gate_testkit::fixtures::deployment;
+use restage_gate_testkit::hold::held;
+use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
+use restage_gate_testkit::projector::{project, unproject, Binding};
 
 /// Whether restage-gate answers with a mutated object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +50,7 @@ fn case(name: &str, path: Path, decision: &'static str, old: &Value, new: &Value
         name: name.into(),
         path,
         decision,
-        payload: json!({"settings": {}, "request": statefulset_request("UPDATE", old, new)}),
+        payload: validation_request(&json!({}), &request("UPDATE", old, new)),
         old_template: old["spec"]["template"].clone(),
         new_template: new["spec"]["template"].clone(),
     }
@@ -99,6 +101,10 @@ pub fn cases() -> Vec<Case> {
     let held_both = held(both.clone(), &pending, "2026-12-01T09:00:00Z");
     let mut scaled = both.clone();
     scaled["spec"]["replicas"] = json!(3);
+    let mut bound_deployment = deployment();
+    project(&mut bound_deployment, &orders_db());
+    let mut unbound_deployment = bound_deployment.clone();
+    unproject(&mut unbound_deployment, &orders_db().uid, true);
     let mut out = vec![
         case(
             "scale-only update",
@@ -127,6 +133,20 @@ pub fn cases() -> Vec<Case> {
             "released",
             &held_both,
             &runner_write(&held_both, &desired(1, 1)),
+        ),
+        case(
+            "first bind into a Deployment (hold)",
+            Path::Mutate,
+            "held",
+            &deployment(),
+            &bound_deployment,
+        ),
+        case(
+            "unbind from a Deployment (rolls now)",
+            Path::Accept,
+            "rolling",
+            &bound_deployment,
+            &unbound_deployment,
         ),
     ];
     for containers in [1, 8] {

@@ -1,26 +1,35 @@
-//! The compiled module, in the runtime Kubewarden uses: every row of the decision table (docs/design.md §4) and every
-//! platform write, asserting allowed/denied, the decoded JSON patch, the warning and the audit
-//! annotations exactly; and `validate_settings` of the module.
+//! The compiled module, in the runtime Kubewarden uses: every row of the decision table
+//! (docs/design.md §4), every platform write, the exact shapes of projections (§2), what a
+//! release restores, the release annotation, and each kind (§10), asserting allowed/denied, the
+//! decoded JSON patch, the warning and the audit annotations exactly; and `validate_settings`
+//! of the module.
 
 use std::collections::BTreeMap;
 
-use restage_gate_e2e::admission::{statefulset_request, Outcome};
-use restage_gate_e2e::host::policy_under_test;
-use restage_gate_e2e::korifi::{
-    desired, held, orders_db, rollout_restart, runner_write, unbound, upsi,
+use restage_gate::markers::{
+    HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
+    RELEASE_ANNOTATION,
 };
-use restage_gate_e2e::projector::{project, unproject, Binding};
+use restage_gate_e2e::admission::Outcome;
+use restage_gate_e2e::host::policy_under_test;
+use restage_gate_testkit::admission::{request, validation_request};
+use restage_gate_testkit::edit::with;
+use restage_gate_testkit::fixtures::{cache_binding, daemonset, deployment, orders_binding};
+use restage_gate_testkit::hold::{
+    annotation_path, control_path, default_control, held, held_control, label_path,
+    remembered_annotation,
+};
+use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
+use restage_gate_testkit::kubectl::{annotate, rollout_restart, rollout_resume};
+use restage_gate_testkit::lookalike::{self, change_root, declare_root};
+use restage_gate_testkit::projector::{bind, project, project_vmware, unbind, unproject, Binding};
 use serde_json::{json, Value};
 
 const SINCE: &str = "2026-12-01T09:00:00Z";
-const DEFAULT_STRATEGY: &str = r#"{"rollingUpdate":{"partition":0},"type":"RollingUpdate"}"#;
 /// Stands for the module's own clock reading in expected patches.
 const NOW: &str = "<now>";
-
-fn with(mut sts: Value, edit: impl FnOnce(&mut Value)) -> Value {
-    edit(&mut sts);
-    sts
-}
+/// A window open all day, every day, so the module's real clock is always inside it.
+const ALWAYS: &str = "maintenance window Mon,Tue,Wed,Thu,Fri,Sat,Sun 00:00-00:00 UTC";
 
 fn bound() -> Value {
     with(unbound(), |s| project(s, &upsi()))
@@ -34,60 +43,118 @@ fn upsi_name() -> String {
     upsi().name
 }
 
-fn evaluate(settings: Value, operation: &str, old: &Value, new: &Value) -> Outcome {
-    let request = statefulset_request(operation, old, new);
+fn evaluate(settings: &Value, operation: &str, old: &Value, new: &Value) -> Outcome {
+    let request = request(operation, old, new);
     let response = policy_under_test()
-        .validate(&json!({"settings": settings, "request": request}))
+        .validate(&validation_request(settings, &request))
         .expect("validate answers");
     Outcome::new(&request, &response)
 }
 
-/// The patch with the module's `held-since` clock reading replaced by `<now>`, sorted by path.
-fn patch_of(outcome: &Outcome) -> Vec<Value> {
+/// The patch (sorted by path) and the warnings, with the module's own clock reading (a
+/// `held-since` it wrote now) replaced by `<now>`.
+fn normalised(outcome: &Outcome) -> (Vec<Value>, Vec<String>) {
     let mut ops: Vec<Value> = outcome.patch.clone();
+    let clock = ops
+        .iter()
+        .find(|op| op["path"] == annotation_path(HELD_SINCE_ANNOTATION))
+        .and_then(|op| op["value"].as_str())
+        .filter(|v| *v != SINCE && v.len() == 20 && v.starts_with("20") && v.ends_with('Z'))
+        .map(str::to_string);
+    let Some(clock) = clock else {
+        ops.sort_by_key(|op| op["path"].as_str().unwrap_or_default().to_string());
+        return (ops, outcome.warnings.clone());
+    };
     for op in &mut ops {
-        if op["path"] == "/metadata/annotations/restage-gate.io~1held-since" {
-            let value = op["value"].as_str().unwrap_or_default();
-            if value != SINCE
-                && value.len() == 20
-                && value.starts_with("20")
-                && value.ends_with('Z')
-            {
-                op["value"] = json!(NOW);
-            }
+        if op["value"] == json!(clock) {
+            op["value"] = json!(NOW);
         }
     }
     ops.sort_by_key(|op| op["path"].as_str().unwrap_or_default().to_string());
-    ops
+    let warnings = outcome
+        .warnings
+        .iter()
+        .map(|w| w.replace(&clock, NOW))
+        .collect();
+    (ops, warnings)
 }
 
-fn hold_patch(original: &str, since: &str, pending: &str) -> Vec<Value> {
-    let mut ops = marker_patch(original, since, pending);
-    ops.push(json!({"op": "remove", "path": "/spec/updateStrategy/rollingUpdate"}));
-    ops.push(json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "OnDelete"}));
-    ops
+/// The kind of a fixture object.
+fn kind_of(object: &Value) -> &'static str {
+    match object["kind"].as_str() {
+        Some("DaemonSet") => "DaemonSet",
+        Some("Deployment") => "Deployment",
+        _ => "StatefulSet",
+    }
 }
 
-fn marker_patch(original: &str, since: &str, pending: &str) -> Vec<Value> {
-    let a = "/metadata/annotations/restage-gate.io~1";
+/// The control each fixture workload runs with, as the JSON text a hold remembers.
+fn fixture_control(kind: &str) -> String {
+    match kind {
+        "Deployment" => json!(false).to_string(),
+        "DaemonSet" => daemonset()["spec"]["updateStrategy"].to_string(),
+        _ => unbound()["spec"]["updateStrategy"].to_string(),
+    }
+}
+
+/// The ops that write (`add`) the label and annotations of a hold.
+fn add_markers(kind: &str, remembered: &str, since: &str, pending: &str) -> Vec<Value> {
     vec![
-        json!({"op": "add", "path": format!("{a}held-since"), "value": since}),
-        json!({"op": "add", "path": format!("{a}original-update-strategy"), "value": original}),
-        json!({"op": "add", "path": format!("{a}pending"), "value": pending}),
-        json!({"op": "add", "path": "/metadata/labels/restage-gate.io~1held", "value": "true"}),
+        json!({"op": "add", "path": annotation_path(HELD_SINCE_ANNOTATION), "value": since}),
+        json!({"op": "add", "path": annotation_path(remembered_annotation(kind)), "value": remembered}),
+        json!({"op": "add", "path": annotation_path(PENDING_ANNOTATION), "value": pending}),
+        json!({"op": "add", "path": label_path(HELD_LABEL), "value": "true"}),
     ]
 }
 
-fn release_patch() -> Vec<Value> {
-    let a = "/metadata/annotations/restage-gate.io~1";
-    vec![
-        json!({"op": "remove", "path": format!("{a}held-since")}),
-        json!({"op": "remove", "path": format!("{a}original-update-strategy")}),
-        json!({"op": "remove", "path": format!("{a}pending")}),
-        json!({"op": "remove", "path": "/metadata/labels/restage-gate.io~1held"}),
-        json!({"op": "add", "path": "/spec/updateStrategy/rollingUpdate", "value": {"partition": 0}}),
-        json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "RollingUpdate"}),
+/// The ops that remove the label and annotations of a hold.
+fn remove_markers(kind: &str) -> Vec<Value> {
+    [
+        annotation_path(HELD_SINCE_ANNOTATION),
+        annotation_path(remembered_annotation(kind)),
+        annotation_path(PENDING_ANNOTATION),
+        label_path(HELD_LABEL),
     ]
+    .into_iter()
+    .map(|path| json!({"op": "remove", "path": path}))
+    .collect()
+}
+
+/// From the fixture's control to the held one.
+fn hold_control(kind: &str) -> Vec<Value> {
+    match kind {
+        "Deployment" => vec![json!({"op": "add", "path": "/spec/paused", "value": true})],
+        _ => vec![
+            json!({"op": "remove", "path": "/spec/updateStrategy/rollingUpdate"}),
+            json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "OnDelete"}),
+        ],
+    }
+}
+
+/// From the held control back to the API default (which every fixture runs with).
+fn restore_default(kind: &str) -> Vec<Value> {
+    match kind {
+        "Deployment" => {
+            vec![json!({"op": "replace", "path": "/spec/paused", "value": false})]
+        }
+        _ => vec![
+            json!({"op": "add", "path": "/spec/updateStrategy/rollingUpdate", "value": default_control(kind)["rollingUpdate"]}),
+            json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "RollingUpdate"}),
+        ],
+    }
+}
+
+/// A first hold of a fixture workload that runs with its usual control.
+fn hold_patch(kind: &str, since: &str, pending: &str) -> Vec<Value> {
+    let mut ops = add_markers(kind, &fixture_control(kind), since, pending);
+    ops.extend(hold_control(kind));
+    ops
+}
+
+fn release_patch(kind: &str) -> Vec<Value> {
+    let mut ops = remove_markers(kind);
+    ops.extend(restore_default(kind));
+    ops
 }
 
 fn audit(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -97,11 +164,27 @@ fn audit(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The command that applies held changes now, for a fixture workload.
+fn apply_now(object: &Value) -> String {
+    let (name, namespace) = (
+        object["metadata"]["name"].as_str().unwrap_or_default(),
+        object["metadata"]["namespace"].as_str().unwrap_or_default(),
+    );
+    match kind_of(object) {
+        "Deployment" => format!("kubectl rollout resume deployment/{name} -n {namespace}"),
+        kind => format!(
+            "kubectl rollout restart {}/{name} -n {namespace}",
+            kind.to_lowercase()
+        ),
+    }
+}
+
 struct Expect {
     allowed: bool,
     patch: Vec<Value>,
     warning: Option<String>,
     audit: BTreeMap<String, String>,
+    message: Option<String>,
 }
 
 fn plain() -> Expect {
@@ -110,61 +193,205 @@ fn plain() -> Expect {
         patch: vec![],
         warning: None,
         audit: BTreeMap::new(),
+        message: None,
     }
 }
 
-fn held_first(pending: &str) -> Expect {
-    Expect {
-        allowed: true,
-        patch: hold_patch(DEFAULT_STRATEGY, NOW, pending),
-        warning: Some(format!(
-            "restage-gate: rollout held; {pending} applies at the next restart or restage"
-        )),
-        audit: audit(&[("decision", "held"), ("pending", pending)]),
-    }
-}
-
-fn kept(patch: Vec<Value>, pending: &str) -> Expect {
+/// A first hold of `object`, with the patch given.
+fn held_first(object: &Value, patch: Vec<Value>, pending: &str) -> Expect {
+    let kind = kind_of(object);
     Expect {
         allowed: true,
         patch,
         warning: Some(format!(
-            "restage-gate: rollout held since {SINCE}; pending: {pending}"
+            "restage-gate: {kind} rollout held; {pending} applies at the next restart or restage"
         )),
-        audit: audit(&[("decision", "held"), ("pending", pending)]),
+        audit: audit(&[
+            ("decision", "held"),
+            ("pending", pending),
+            ("apply-now", &apply_now(object)),
+        ]),
+        message: None,
     }
 }
 
-fn released(patch: Vec<Value>, because: &str, pending: &str) -> Expect {
+/// A hold of a fixture workload that ran with its usual control.
+fn first_hold(object: &Value, pending: &str) -> Expect {
+    held_first(object, hold_patch(kind_of(object), NOW, pending), pending)
+}
+
+/// A hold kept since SINCE (or `since`), with the patch given.
+fn kept_since(object: &Value, since: &str, patch: Vec<Value>, pending: &str) -> Expect {
+    let kind = kind_of(object);
     Expect {
         allowed: true,
         patch,
         warning: Some(format!(
-            "restage-gate: rollout released ({because}); now rolling out: {pending}"
+            "restage-gate: {kind} rollout held since {since}; pending: {pending}"
+        )),
+        audit: audit(&[
+            ("decision", "held"),
+            ("pending", pending),
+            ("apply-now", &apply_now(object)),
+        ]),
+        message: None,
+    }
+}
+
+fn kept(object: &Value, patch: Vec<Value>, pending: &str) -> Expect {
+    kept_since(object, SINCE, patch, pending)
+}
+
+fn released(object: &Value, patch: Vec<Value>, because: &str, pending: &str) -> Expect {
+    let kind = kind_of(object);
+    Expect {
+        allowed: true,
+        patch,
+        warning: Some(format!(
+            "restage-gate: {kind} rollout released ({because}); now rolling out: {pending}"
         )),
         audit: audit(&[
             ("decision", "released"),
             ("released", pending),
             ("reason", because),
         ]),
+        message: None,
+    }
+}
+
+/// Released with the API default, because the remembered `text` is not valid for the kind.
+fn released_default(object: &Value, because: &str, text: &str, pending: &str) -> Expect {
+    let kind = kind_of(object);
+    let field = control_path(kind).trim_start_matches('/').replace('/', ".");
+    Expect {
+        allowed: true,
+        patch: release_patch(kind),
+        warning: Some(format!(
+            "restage-gate: {kind} released, API default {field} restored (remembered one invalid): {because}"
+        )),
+        audit: audit(&[
+            ("decision", "released"),
+            ("released", pending),
+            ("reason", &format!("{because}; remembered {field} {text} is not valid for a {kind}, restored the API default")),
+        ]),
+        message: None,
+    }
+}
+
+/// A Deployment change accepted unchanged that rolls now.
+fn rolling(why: &str) -> Expect {
+    Expect {
+        allowed: true,
+        patch: vec![],
+        warning: Some(format!("restage-gate: Deployment rolls now: {why}")),
+        audit: audit(&[("decision", "rolling"), ("reason", why)]),
+        message: None,
+    }
+}
+
+fn not_held(object: &Value) -> Expect {
+    Expect {
+        allowed: true,
+        patch: vec![json!({"op": "remove", "path": annotation_path(RELEASE_ANNOTATION)})],
+        warning: Some(format!(
+            "restage-gate: {} is not held; removed {RELEASE_ANNOTATION}",
+            kind_of(object)
+        )),
+        audit: audit(&[("decision", "not-held")]),
+        message: None,
+    }
+}
+
+/// Refused in reject mode: the message names the kind, the workload, the app guid when there is
+/// one, the bindings and the ways to apply the change now.
+fn rejected(object: &Value, bindings: &str) -> Expect {
+    let kind = kind_of(object);
+    let (name, namespace) = (
+        object["metadata"]["name"].as_str().unwrap_or_default(),
+        object["metadata"]["namespace"].as_str().unwrap_or_default(),
+    );
+    let app = object["metadata"]["labels"]["korifi.cloudfoundry.org/app-guid"]
+        .as_str()
+        .map(|guid| format!(" (Cloud Foundry app guid {guid})"))
+        .unwrap_or_default();
+    Expect {
+        allowed: false,
+        patch: vec![],
+        warning: Some(format!("restage-gate: refused binding change {bindings}")),
+        audit: audit(&[("decision", "rejected"), ("bindings", bindings)]),
+        message: Some(format!(
+            "restage-gate refused an update of {kind} {namespace}/{name}{app}: its only pod-template change is service binding {bindings}, which would restart every pod (mode: reject). To apply it now, restart or restage the app (cf restart / cf restage), or run `kubectl rollout restart {}/{name} -n {namespace}`.",
+            kind.to_lowercase()
+        )),
     }
 }
 
 fn cut(text: String) -> String {
-    if text.chars().count() <= 120 {
+    if text.chars().count() <= restage_gate::WARNING_LIMIT {
         return text;
     }
-    text.chars().take(119).collect::<String>() + "…"
+    text.chars()
+        .take(restage_gate::WARNING_LIMIT - 1)
+        .collect::<String>()
+        + "…"
+}
+
+/// (name, settings, operation, oldObject, object, expected)
+type Case<N = &'static str> = (N, Value, &'static str, Value, Value, Expect);
+
+fn check<N: std::fmt::Display>(cases: Vec<Case<N>>) {
+    for (name, settings, operation, old, new, want) in cases {
+        let got = evaluate(&settings, operation, &old, &new);
+        assert_eq!(got.allowed, want.allowed, "{name}: allowed");
+        let (patch, warnings) = normalised(&got);
+        let mut want_patch = want.patch.clone();
+        want_patch.sort_by_key(|op| op["path"].as_str().unwrap_or_default().to_string());
+        assert_eq!(patch, want_patch, "{name}: patch");
+        assert_eq!(
+            warnings,
+            want.warning.map(cut).into_iter().collect::<Vec<_>>(),
+            "{name}: warnings"
+        );
+        assert_eq!(got.audit, want.audit, "{name}: audit annotations");
+        assert_eq!(got.message, want.message, "{name}: message");
+    }
+}
+
+fn defer() -> Value {
+    json!({})
+}
+
+fn reject() -> Value {
+    json!({"mode": "reject"})
+}
+
+fn open_window() -> Value {
+    json!({"maintenanceWindows": [{"days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "start": "00:00", "end": "00:00"}]})
+}
+
+fn scaled(object: Value, replicas: u32) -> Value {
+    with(object, |s| s["spec"]["replicas"] = json!(replicas))
+}
+
+fn restarted(object: Value) -> Value {
+    with(object, |s| rollout_restart(s, "2026-12-02T10:00:00Z"))
+}
+
+fn release_requested(object: Value) -> Value {
+    with(object, |s| annotate(s, RELEASE_ANNOTATION, "now"))
+}
+
+fn on_delete(object: Value) -> Value {
+    with(object, |s| {
+        s["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
+    })
 }
 
 #[test]
 fn module_follows_the_decision_table() {
+    let sts = unbound();
     let u = format!("+{}", upsi_name());
     let uo = format!("{u} +orders-db");
-    let defer = json!({});
-    let reject = json!({"mode": "reject"});
-    // a window open all day, every day, so the module's real clock is always inside it
-    let open = json!({"maintenanceWindows": [{"days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "start": "00:00", "end": "00:00"}]});
     let held_u = || held(bound(), &u, SINCE);
     let held_uo = || held(both(), &uo, SINCE);
     let in_rollout = with(unbound(), |s| {
@@ -172,13 +399,6 @@ fn module_follows_the_decision_table() {
         s["status"] = json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 1,
             "currentRevision": "r1", "updateRevision": "r2"});
     });
-    let on_delete = |s: Value| {
-        with(s, |s| {
-            s["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
-        })
-    };
-    let scaled = |s: Value| with(s, |s| s["spec"]["replicas"] = json!(3));
-    let restarted = |s: Value| with(s, |s| rollout_restart(s, "2026-12-02T10:00:00Z"));
     let unknown_field = |s: Value| {
         with(s, |s| {
             s["spec"]["template"]["spec"]["futureField"] = json!({"on": true})
@@ -194,102 +414,319 @@ fn module_follows_the_decision_table() {
         ];
         with(unbound(), |s| project(s, &b))
     };
-    let legacy = with(unbound(), |s| {
-        let v = "binding-5f1e2a8b3d4f709e213a4b5c6d7e8f0a1b2c3d4e";
-        let t = &mut s["spec"]["template"];
-        t["metadata"]["annotations"]["internal.bindings.labs.vmware.com/projection-5f1e2a8b"] =
-            json!("legacy-db");
-        t["spec"]["volumes"] = json!([{"name": v, "secret": {"secretName": "legacy-db"}}]);
-        let c = &mut t["spec"]["containers"][0];
-        c["volumeMounts"] =
-            json!([{"name": v, "mountPath": "/bindings/legacy-db", "readOnly": true}]);
-        c["env"]
-            .as_array_mut()
-            .expect("env")
-            .push(json!({"name": "SERVICE_BINDING_ROOT", "value": "/bindings"}));
-    });
-    let rejection = format!(
-        "restage-gate refused an update of StatefulSet {ns}/{name} (Cloud Foundry app guid {guid}): its only pod-template change is service binding {u}, which would restart every pod (mode: reject). To apply it now, restart or restage the app (cf restart / cf restage), or run `kubectl rollout restart statefulset/{name} -n {ns}`.",
-        ns = "5c6f1e2a-8b3d-4f70-9e21-3a4b5c6d7e8f",
-        name = "0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a-5c6-cf46a6bfb1",
-        guid = "0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
-    );
+    let pending_patch = |pending: &str| {
+        vec![
+            json!({"op": "replace", "path": annotation_path(PENDING_ANNOTATION), "value": pending}),
+        ]
+    };
 
-    let cases: Vec<(&str, Value, &str, Value, Value, Expect)> = vec![
-        ("first bind", defer.clone(), "UPDATE", unbound(), bound(), held_first(&u)),
-        ("unbind", defer.clone(), "UPDATE", bound(), with(bound(), |s| unproject(s, &upsi().uid, true)), held_first(&format!("-{}", upsi_name()))),
-        ("second bind while held", defer.clone(), "UPDATE", held_u(), with(held_u(), |s| project(s, &orders_db())),
-            kept(vec![json!({"op": "replace", "path": "/metadata/annotations/restage-gate.io~1pending", "value": uo})], &uo)),
-        ("runner patch while held", defer.clone(), "UPDATE", held_uo(), runner_write(&held_uo(), &desired(0, 1)),
-            kept(hold_patch(DEFAULT_STRATEGY, SINCE, &uo), &uo)),
-        ("runner patch while not held", defer.clone(), "UPDATE", both(), runner_write(&both(), &desired(0, 1)), plain()),
-        ("no change while held", defer.clone(), "UPDATE", held_u(), held_u(), kept(vec![], &u)),
-        ("scale while held", defer.clone(), "UPDATE", held_u(), scaled(held_u()), kept(vec![], &u)),
-        ("scale", defer.clone(), "UPDATE", bound(), scaled(bound()), plain()),
-        ("no change", defer.clone(), "UPDATE", bound(), bound(), plain()),
-        ("rolling deploy while held", defer.clone(), "UPDATE", held_uo(), runner_write(&held_uo(), &desired(1, 1)),
-            released(vec![], "restart or restage", &uo)),
-        ("rollout restart while held", defer.clone(), "UPDATE", held_u(), restarted(held_u()),
-            released(release_patch(), "restart or restage", &u)),
-        ("unknown pod-spec field while held", defer.clone(), "UPDATE", held_u(), unknown_field(held_u()),
-            released(release_patch(), "restart or restage", &u)),
-        ("unknown pod-spec field", defer.clone(), "UPDATE", unbound(), unknown_field(bound()), plain()),
-        ("rollout restart", defer.clone(), "UPDATE", bound(), restarted(bound()), plain()),
-        ("bind during a rollout", defer.clone(), "UPDATE", in_rollout.clone(), scaled(bound()), plain()),
-        ("bind with the user's own OnDelete", defer.clone(), "UPDATE", on_delete(unbound()), on_delete(bound()), plain()),
-        ("projection with type, provider and env mappings", defer.clone(), "UPDATE", unbound(), mapped, held_first("+orders-db")),
-        ("legacy VMware projection", defer.clone(), "UPDATE", unbound(), legacy, held_first("+legacy-db")),
-        ("bind in a maintenance window", open.clone(), "UPDATE", unbound(), bound(), plain()),
-        ("held, window open", open.clone(), "UPDATE", held_u(), held_u(),
-            released(release_patch(), "maintenance window Mon,Tue,Wed,Thu,Fri,Sat,Sun 00:00-00:00 UTC", &u)),
-        ("wipe while held, window open", open.clone(), "UPDATE", held_u(), runner_write(&held_u(), &desired(0, 1)),
-            released(vec![], "maintenance window Mon,Tue,Wed,Thu,Fri,Sat,Sun 00:00-00:00 UTC", &u)),
-        ("reject mode bind", reject.clone(), "UPDATE", unbound(), bound(), Expect {
-            allowed: false, patch: vec![],
-            warning: Some(format!("restage-gate: refused binding change {u}")),
-            audit: audit(&[("decision", "rejected"), ("bindings", &u)]),
-        }),
-        ("reject mode runner wipe", reject.clone(), "UPDATE", bound(), runner_write(&bound(), &desired(0, 1)), plain()),
-        ("reject mode rolling deploy", reject.clone(), "UPDATE", bound(), runner_write(&bound(), &desired(1, 1)), plain()),
-        ("create", defer.clone(), "CREATE", Value::Null, bound(), plain()),
-        ("delete", defer.clone(), "DELETE", bound(), Value::Null, plain()),
-        ("object being deleted", defer.clone(), "UPDATE", unbound(),
-            with(bound(), |s| s["metadata"]["deletionTimestamp"] = json!("2026-12-02T10:00:00Z")), plain()),
-        ("malformed object", defer.clone(), "UPDATE", unbound(), json!("garbage"), Expect {
-            allowed: true, patch: vec![],
+    #[rustfmt::skip]
+    let cases: Vec<Case> = vec![
+        ("first bind", defer(), "UPDATE", unbound(), bound(), first_hold(&sts, &u)),
+        ("unbind", defer(), "UPDATE", bound(), with(bound(), |s| unproject(s, &upsi().uid, true)), first_hold(&sts, &format!("-{}", upsi_name()))),
+        ("second bind while held", defer(), "UPDATE", held_u(), with(held_u(), |s| project(s, &orders_db())), kept(&sts, pending_patch(&uo), &uo)),
+        ("runner patch while held", defer(), "UPDATE", held_uo(), runner_write(&held_uo(), &desired(0, 1)), kept(&sts, hold_patch("StatefulSet", SINCE, &uo), &uo)),
+        ("runner patch while not held", defer(), "UPDATE", both(), runner_write(&both(), &desired(0, 1)), plain()),
+        ("no change while held", defer(), "UPDATE", held_u(), held_u(), kept(&sts, vec![], &u)),
+        ("scale while held", defer(), "UPDATE", held_u(), scaled(held_u(), 3), kept(&sts, vec![], &u)),
+        ("scale", defer(), "UPDATE", bound(), scaled(bound(), 3), plain()),
+        ("no change", defer(), "UPDATE", bound(), bound(), plain()),
+        ("rolling deploy while held", defer(), "UPDATE", held_uo(), runner_write(&held_uo(), &desired(1, 1)), released(&sts, vec![], "restart or restage", &uo)),
+        ("rollout restart while held", defer(), "UPDATE", held_u(), restarted(held_u()), released(&sts, release_patch("StatefulSet"), "restart or restage", &u)),
+        ("unknown pod-spec field while held", defer(), "UPDATE", held_u(), unknown_field(held_u()), released(&sts, release_patch("StatefulSet"), "restart or restage", &u)),
+        ("unknown pod-spec field", defer(), "UPDATE", unbound(), unknown_field(bound()), plain()),
+        ("rollout restart", defer(), "UPDATE", bound(), restarted(bound()), plain()),
+        ("bind during a rollout", defer(), "UPDATE", in_rollout.clone(), scaled(bound(), 3), plain()),
+        ("bind with the user's own OnDelete", defer(), "UPDATE", on_delete(unbound()), on_delete(bound()), plain()),
+        ("projection with type, provider and env mappings", defer(), "UPDATE", unbound(), mapped, first_hold(&sts, "+orders-db")),
+        ("bind in a maintenance window", open_window(), "UPDATE", unbound(), bound(), plain()),
+        ("held, window open", open_window(), "UPDATE", held_u(), held_u(), released(&sts, release_patch("StatefulSet"), ALWAYS, &u)),
+        ("wipe while held, window open", open_window(), "UPDATE", held_u(), runner_write(&held_u(), &desired(0, 1)), released(&sts, vec![], ALWAYS, &u)),
+        ("reject mode bind", reject(), "UPDATE", unbound(), bound(), rejected(&sts, &u)),
+        ("reject mode runner wipe", reject(), "UPDATE", bound(), runner_write(&bound(), &desired(0, 1)), plain()),
+        ("reject mode rolling deploy", reject(), "UPDATE", bound(), runner_write(&bound(), &desired(1, 1)), plain()),
+        ("create", defer(), "CREATE", Value::Null, bound(), plain()),
+        ("delete", defer(), "DELETE", bound(), Value::Null, plain()),
+        ("object being deleted", defer(), "UPDATE", unbound(), with(bound(), |s| s["metadata"]["deletionTimestamp"] = json!("2026-12-02T10:00:00Z")), plain()),
+        ("malformed object", defer(), "UPDATE", unbound(), json!("garbage"), Expect {
+            allowed: true, patch: vec![], message: None,
             warning: Some("restage-gate: accepted unchanged, request not readable: the request has no object or oldObject".into()),
             audit: audit(&[("decision", "unreadable"), ("reason", "the request has no object or oldObject")]),
         }),
     ];
-    for (name, settings, operation, old, new, want) in cases {
-        let got = evaluate(settings, operation, &old, &new);
-        assert_eq!(got.allowed, want.allowed, "{name}: allowed");
-        let mut want_patch = want.patch.clone();
-        want_patch.sort_by_key(|op| op["path"].as_str().unwrap_or_default().to_string());
-        assert_eq!(patch_of(&got), want_patch, "{name}: patch");
-        assert_eq!(
-            got.warnings,
-            want.warning.map(cut).into_iter().collect::<Vec<_>>(),
-            "{name}: warnings"
-        );
-        assert_eq!(got.audit, want.audit, "{name}: audit annotations");
-        if !want.allowed {
-            assert_eq!(
-                got.message.as_deref(),
-                Some(rejection.as_str()),
-                "{name}: message"
-            );
-        }
+    check(cases);
+}
+
+/// An app that declares its own `SERVICE_BINDING_ROOT`, unbound and bound to `upsi` under it.
+fn app_with_root(root: &str) -> (Value, Value) {
+    let unbound = with(unbound(), |s| declare_root(s, root));
+    let bound = with(unbound.clone(), |s| project(s, &upsi()));
+    (unbound, bound)
+}
+
+fn vmware(object: Value) -> Value {
+    let mut binding = Binding::new("", "legacy-db", "legacy-db-secret");
+    binding.env = vec![("DATABASE_URL".into(), "uri".into())];
+    with(object, |s| {
+        project_vmware(s, "4b2c350fb984fc36b6cf39515a2efced0fcb5053", &binding)
+    })
+}
+
+#[test]
+fn module_recognises_projections_by_their_exact_shape() {
+    let sts = unbound();
+    let u = format!("+{}", upsi_name());
+    let (unbound_own, bound_own) = app_with_root("/etc/svc");
+    let root_changed = with(bound_own.clone(), |s| {
+        change_root(
+            s,
+            Some(json!({"name": "SERVICE_BINDING_ROOT", "value": "/srv/bindings"})),
+        )
+    });
+    let held_own = || held(bound_own.clone(), &u, SINCE);
+    let release = || release_patch("StatefulSet");
+    let restage = "restart or restage";
+
+    #[rustfmt::skip]
+    let cases: Vec<Case> = vec![
+        ("own root changed", defer(), "UPDATE", bound_own.clone(), root_changed.clone(), plain()),
+        ("own root added", defer(), "UPDATE", unbound(), unbound_own.clone(), plain()),
+        ("own root removed", defer(), "UPDATE", unbound_own.clone(), unbound(), plain()),
+        ("own root changed while held", defer(), "UPDATE", held_own(),
+            with(held_own(), |s| change_root(s, Some(json!({"name": "SERVICE_BINDING_ROOT", "value": "/srv/bindings"})))),
+            released(&sts, release(), restage, &u)),
+        ("own root changed, reject mode", reject(), "UPDATE", bound_own.clone(), root_changed, plain()),
+        ("a bind under the app's own root", defer(), "UPDATE", unbound_own.clone(), bound_own.clone(), first_hold(&sts, &u)),
+        ("the last unbind while the app declares its own root", defer(), "UPDATE", bound_own.clone(),
+            with(bound_own.clone(), |s| unproject(s, &upsi().uid, true)), first_hold(&sts, &format!("-{}", upsi_name()))),
+        ("a VMware bind with env mappings", defer(), "UPDATE", unbound(), vmware(unbound()), first_hold(&sts, "+legacy-db")),
+        ("a VMware bind with env mappings, reject mode", reject(), "UPDATE", unbound(), vmware(unbound()), rejected(&sts, "+legacy-db")),
+    ];
+    check(cases);
+    let mut lookalikes: Vec<Case<String>> = Vec::new();
+    for (name, volume) in lookalike::volumes() {
+        let add = |s: Value| with(s, |s| lookalike::mount(s, &volume));
+        let held_u = || held(bound(), &u, SINCE);
+        #[rustfmt::skip]
+        lookalikes.extend([
+            (format!("{name} (defer)"), defer(), "UPDATE", bound(), add(bound()), plain()),
+            (format!("{name} (reject)"), reject(), "UPDATE", bound(), add(bound()), plain()),
+            (format!("{name} (held)"), defer(), "UPDATE", held_u(), add(held_u()), released(&sts, release(), restage, &u)),
+        ]);
     }
+    check(lookalikes);
+}
+
+#[test]
+fn a_controller_overwrite_of_a_held_app_with_its_own_root_keeps_every_marker() {
+    let (unbound_own, bound_own) = app_with_root("/etc/svc");
+    let pending = format!("+{} +orders-db", upsi_name());
+    let old = held(
+        with(bound_own, |s| project(s, &orders_db())),
+        &pending,
+        SINCE,
+    );
+    // the runner's desired state keeps the app's own root and drops every projection
+    let overwrite = runner_write(&old, &unbound_own);
+    let sts = unbound();
+    check(vec![(
+        "controller overwrite while held",
+        defer(),
+        "UPDATE",
+        old.clone(),
+        overwrite.clone(),
+        kept(&sts, hold_patch("StatefulSet", SINCE, &pending), &pending),
+    )]);
+    // what it stores is the old object's hold: the next identical write changes nothing
+    let stored = evaluate(&defer(), "UPDATE", &old, &overwrite).object;
+    let again = evaluate(&defer(), "UPDATE", &stored, &overwrite).object;
+    assert_eq!(again, stored);
+}
+
+#[test]
+fn module_restores_only_strategies_the_api_server_accepts() {
+    let sts = unbound();
+    let remembering = |text: &str| {
+        with(held(bound(), "+x", SINCE), |s| {
+            s["metadata"]["annotations"][ORIGINAL_STRATEGY_ANNOTATION] = json!(text)
+        })
+    };
+    let restage = "restart or restage";
+    let mut cases: Vec<Case> = Vec::new();
+    for text in [
+        "not json",
+        r#"{"type":"Recreate"}"#,
+        r#"{"rollingUpdate":{"partition":2147483648},"type":"RollingUpdate"}"#,
+        r#"{"rollingUpdate":{"partition":1.5},"type":"RollingUpdate"}"#,
+        r#"{"rollingUpdate":{"maxUnavailable":0},"type":"RollingUpdate"}"#,
+    ] {
+        let old = remembering(text);
+        cases.push((
+            "tampered or out-of-range remembered strategy",
+            defer(),
+            "UPDATE",
+            old.clone(),
+            restarted(old),
+            released_default(&sts, restage, text, "+x"),
+        ));
+    }
+    let canary = json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 3}});
+    let labelled = with(bound(), |s| {
+        s["metadata"]["labels"][HELD_LABEL] = json!("true");
+        s["spec"]["updateStrategy"] = canary.clone();
+    });
+    let mut remembers_canary = add_markers("StatefulSet", &canary.to_string(), NOW, "");
+    remembers_canary.retain(|op| op["path"] != label_path(HELD_LABEL));
+    remembers_canary.extend(hold_control("StatefulSet"));
+    #[rustfmt::skip]
+    cases.extend([
+        ("a label without annotations remembers the current strategy", defer(), "UPDATE", labelled.clone(), labelled.clone(),
+            kept_since(&sts, NOW, remembers_canary, "")),
+        ("a label without annotations never releases to partition 0", defer(), "UPDATE", labelled.clone(), restarted(labelled),
+            released(&sts, vec![json!({"op": "remove", "path": label_path(HELD_LABEL)})], restage, "")),
+    ]);
+    check(cases);
+}
+
+#[test]
+fn module_releases_on_the_release_annotation() {
+    let mut cases: Vec<Case> = Vec::new();
+    for object in [unbound(), daemonset(), deployment()] {
+        let kind = kind_of(&object);
+        let bound = with(object.clone(), |s| project(s, &orders_db()));
+        let held_bound = held(bound.clone(), "+orders-db", SINCE);
+        let mut patch = release_patch(kind);
+        patch.push(json!({"op": "remove", "path": annotation_path(RELEASE_ANNOTATION)}));
+        cases.push((
+            "release annotation on a held workload",
+            defer(),
+            "UPDATE",
+            held_bound.clone(),
+            release_requested(held_bound),
+            released(&object, patch, "release requested", "+orders-db"),
+        ));
+        cases.push((
+            "release annotation on a workload not held",
+            defer(),
+            "UPDATE",
+            bound.clone(),
+            release_requested(bound.clone()),
+            not_held(&object),
+        ));
+        cases.push((
+            "release annotation in reject mode",
+            reject(),
+            "UPDATE",
+            bound.clone(),
+            release_requested(bound),
+            plain(),
+        ));
+    }
+    check(cases);
+}
+
+#[test]
+fn module_holds_daemonsets_with_on_delete() {
+    let ds = daemonset();
+    let bound = || bind(daemonset(), &orders_binding());
+    let held_bound = || held(bound(), "+orders-db", SINCE);
+    let both = "+orders-db +cache";
+    let mid_rollout = || {
+        with(daemonset(), |d| {
+            d["status"]["updatedNumberScheduled"] = json!(2)
+        })
+    };
+    let pending_patch =
+        vec![json!({"op": "replace", "path": annotation_path(PENDING_ANNOTATION), "value": both})];
+    #[rustfmt::skip]
+    let cases: Vec<Case> = vec![
+        ("DaemonSet bind", defer(), "UPDATE", daemonset(), bound(), first_hold(&ds, "+orders-db")),
+        ("DaemonSet unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders_binding()), first_hold(&ds, "-orders-db")),
+        ("DaemonSet second bind while held", defer(), "UPDATE", held_bound(), bind(held_bound(), &cache_binding()), kept(&ds, pending_patch, both)),
+        ("DaemonSet no change while held", defer(), "UPDATE", held_bound(), held_bound(), kept(&ds, vec![], "+orders-db")),
+        ("DaemonSet wipe", defer(), "UPDATE", bound(), daemonset(), plain()),
+        ("DaemonSet wipe while held", defer(), "UPDATE", held_bound(), daemonset(), kept(&ds, hold_patch("DaemonSet", SINCE, "+orders-db"), "+orders-db")),
+        ("DaemonSet restage while held", defer(), "UPDATE", held_bound(), restarted(held_bound()), released(&ds, release_patch("DaemonSet"), "restart or restage", "+orders-db")),
+        ("DaemonSet held, window open", open_window(), "UPDATE", held_bound(), held_bound(), released(&ds, release_patch("DaemonSet"), ALWAYS, "+orders-db")),
+        ("DaemonSet bind during a rollout", defer(), "UPDATE", mid_rollout(), bind(mid_rollout(), &orders_binding()), plain()),
+        ("DaemonSet bind with its own OnDelete", defer(), "UPDATE", on_delete(daemonset()), on_delete(bound()), plain()),
+        ("DaemonSet reject mode bind", reject(), "UPDATE", daemonset(), bound(), rejected(&ds, "+orders-db")),
+    ];
+    check(cases);
+}
+
+#[test]
+fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
+    let d = deployment();
+    let bound = || bind(deployment(), &orders_binding());
+    let held_bound = || held(bound(), "+orders-db", SINCE);
+    let paused = |o: Value| with(o, |o| o["spec"]["paused"] = json!(true));
+    let resumed = |o: Value| with(o, rollout_resume);
+    let mid_rollout = || {
+        with(deployment(), |o| {
+            o["status"]["conditions"][1]["reason"] = json!("ReplicaSetUpdated");
+        })
+    };
+    let both = "+orders-db +cache";
+    let pending_patch =
+        vec![json!({"op": "replace", "path": annotation_path(PENDING_ANNOTATION), "value": both})];
+    let unbound_why =
+        "binding orders-db removed; a paused Deployment would start new pods from the old template";
+    let rotated = Binding {
+        secret: "orders-db-secret-2".into(),
+        ..orders_binding()
+    };
+    let switched_why = "secret orders-db-secret no longer projected; a paused Deployment would start new pods from the old template";
+    // a template-only overwrite by a controller that leaves `paused` alone
+    let template_wipe = with(held_bound(), |o| {
+        o["spec"]["template"] = deployment()["spec"]["template"].clone();
+        o["metadata"]["labels"] = deployment()["metadata"]["labels"].clone();
+        o["metadata"]["annotations"] = deployment()["metadata"]["annotations"].clone();
+    });
+    let rewrite_markers = add_markers("Deployment", "false", SINCE, "+orders-db");
+    #[rustfmt::skip]
+    let cases: Vec<Case> = vec![
+        ("Deployment bind", defer(), "UPDATE", deployment(), bound(), first_hold(&d, "+orders-db")),
+        ("Deployment bind in place (type added)", defer(), "UPDATE", bound(),
+            bind(bound(), &Binding { type_: Some("postgresql".into()), ..orders_binding() }), first_hold(&d, "~orders-db")),
+        ("Deployment second bind while held", defer(), "UPDATE", held_bound(), bind(held_bound(), &cache_binding()), kept(&d, pending_patch, both)),
+        ("Deployment scale while held", defer(), "UPDATE", held_bound(), scaled(held_bound(), 5), kept(&d, vec![], "+orders-db")),
+        ("Deployment wipe", defer(), "UPDATE", bound(), deployment(), plain()),
+        ("Deployment template wipe while held", defer(), "UPDATE", held_bound(), template_wipe, kept(&d, rewrite_markers, "+orders-db")),
+        ("Deployment restage while held", defer(), "UPDATE", held_bound(), restarted(held_bound()), released(&d, release_patch("Deployment"), "restart or restage", "+orders-db")),
+        ("Deployment rollout resume while held", defer(), "UPDATE", held_bound(), resumed(held_bound()), released(&d, remove_markers("Deployment"), "rollout resumed", "+orders-db")),
+        // a controller's full-spec write without `paused` unpauses it: a release too
+        ("Deployment full-spec overwrite while held", defer(), "UPDATE", held_bound(), deployment(), released(&d, vec![], "rollout resumed", "+orders-db")),
+        ("Deployment unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders_binding()), rolling(unbound_why)),
+        ("Deployment unbind while held", defer(), "UPDATE", held_bound(), unbind(held_bound(), &orders_binding()), released(&d, release_patch("Deployment"), unbound_why, "+orders-db")),
+        ("Deployment binding secret switched", defer(), "UPDATE", bound(), bind(bound(), &rotated), rolling(switched_why)),
+        ("Deployment bind during a rollout", defer(), "UPDATE", mid_rollout(), bind(mid_rollout(), &orders_binding()), plain()),
+        ("Deployment bind while its owner paused it", defer(), "UPDATE", paused(deployment()), paused(bound()), plain()),
+        ("Deployment reject mode bind", reject(), "UPDATE", deployment(), bound(), rejected(&d, "+orders-db")),
+        ("Deployment reject mode unbind", reject(), "UPDATE", bound(), unbind(bound(), &orders_binding()), rolling(unbound_why)),
+    ];
+    check(cases);
+    let tampered = with(held_bound(), |o| {
+        o["metadata"]["annotations"][remembered_annotation("Deployment")] = json!("yes")
+    });
+    check(vec![(
+        "Deployment tampered remembered paused",
+        defer(),
+        "UPDATE",
+        tampered.clone(),
+        restarted(tampered),
+        released_default(&d, "restart or restage", "yes", "+orders-db"),
+    )]);
+    assert_eq!(held_control("Deployment"), json!(true));
 }
 
 #[test]
 fn subresources_and_other_kinds_are_accepted_unchanged() {
     for (field, value) in [("subResource", "status"), ("subResource", "scale")] {
-        let mut request = statefulset_request("UPDATE", &unbound(), &bound());
+        let mut request = request("UPDATE", &unbound(), &bound());
         request[field] = json!(value);
         let response = policy_under_test()
-            .validate(&json!({"settings": {}, "request": request}))
+            .validate(&validation_request(&defer(), &request))
             .expect("validate");
         assert_eq!(
             Outcome::new(&request, &response),
@@ -297,13 +734,27 @@ fn subresources_and_other_kinds_are_accepted_unchanged() {
             "{value}"
         );
     }
-    let mut request = statefulset_request("UPDATE", &unbound(), &bound());
-    request["kind"] = json!({"group": "apps", "version": "v1", "kind": "DaemonSet"});
-    let response = policy_under_test()
-        .validate(&json!({"settings": {}, "request": request}))
-        .expect("validate");
-    assert_eq!(response["accepted"], true);
-    assert!(response["mutated_object"].is_null() && response["warnings"].is_null());
+    for (api_version, kind) in [
+        ("apps/v1", "ReplicaSet"),
+        ("v1", "ReplicationController"),
+        ("batch/v1", "CronJob"),
+        ("batch/v1", "Job"),
+    ] {
+        let typed = |s: &mut Value| {
+            s["apiVersion"] = json!(api_version);
+            s["kind"] = json!(kind);
+        };
+        let (old, new) = (with(unbound(), typed), with(bound(), typed));
+        let request = request("UPDATE", &old, &new);
+        let response = policy_under_test()
+            .validate(&validation_request(&defer(), &request))
+            .expect("validate");
+        assert_eq!(response["accepted"], true, "{kind}");
+        assert!(
+            response["mutated_object"].is_null() && response["warnings"].is_null(),
+            "{kind}"
+        );
+    }
 }
 
 #[test]

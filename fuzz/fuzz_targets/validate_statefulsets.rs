@@ -6,7 +6,20 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use restage_gate::markers::{
+    HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_PAUSED_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION,
+    PENDING_ANNOTATION, RELEASE_ANNOTATION,
+};
 use serde_json::{json, Map, Value};
+
+const MARKERS: [&str; 6] = [
+    HELD_LABEL,
+    ORIGINAL_STRATEGY_ANNOTATION,
+    ORIGINAL_PAUSED_ANNOTATION,
+    HELD_SINCE_ANNOTATION,
+    PENDING_ANNOTATION,
+    RELEASE_ANNOTATION,
+];
 
 #[derive(Arbitrary, Debug)]
 enum Json {
@@ -40,15 +53,7 @@ impl Word {
             Word::Legacy => "binding-0123456789abcdef0123456789abcdef01234567".into(),
             Word::Root => "SERVICE_BINDING_ROOT".into(),
             Word::Projector(i) => format!("projector.servicebinding.io/secret-{}", uid(*i)),
-            Word::Marker(i) => [
-                restage_gate::markers::HELD_LABEL,
-                restage_gate::markers::ORIGINAL_STRATEGY_ANNOTATION,
-                restage_gate::markers::ORIGINAL_PAUSED_ANNOTATION,
-                restage_gate::markers::HELD_SINCE_ANNOTATION,
-                restage_gate::markers::PENDING_ANNOTATION,
-                restage_gate::markers::RELEASE_ANNOTATION,
-            ][usize::from(*i) % 6]
-                .into(),
+            Word::Marker(i) => MARKERS[usize::from(*i) % MARKERS.len()].into(),
             Word::OnDelete => "OnDelete".into(),
             Word::RollingUpdate => "RollingUpdate".into(),
             Word::True => "true".into(),
@@ -244,7 +249,7 @@ fuzz_target!(|input: Input| {
                     continue;
                 };
                 if let Some(Value::Object(m)) = meta.get_mut(key) {
-                    m.retain(|k, _| !k.starts_with("restage-gate.io/"));
+                    m.retain(|k, _| !MARKERS.contains(&k.as_str()));
                 }
                 if meta
                     .get(key)

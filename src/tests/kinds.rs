@@ -4,64 +4,26 @@
 
 use serde_json::{json, Value};
 
-use super::projector::{project, unproject, Binding};
+use restage_gate_testkit::fixtures::{cache_binding, daemonset, deployment, orders_binding};
+use restage_gate_testkit::hold::marker_paths;
+use restage_gate_testkit::projector::{bind, unbind, Binding};
+
 use super::{
-    annotation, check, fixture, held, restarted, update, with, Expect, Request, STRATEGY_HOLD_PATHS,
+    annotation, check, held, hold_paths, pending_path, restarted, update, with, Expect, Request,
 };
 use crate::markers::{self, ORIGINAL_PAUSED_ANNOTATION, PENDING_ANNOTATION};
-use crate::workload::{DaemonSet, Deployment, Workload};
-
-fn orders() -> Binding {
-    Binding::new(
-        "1b2c3d4e-5f60-4718-829a-b0c1d2e3f405",
-        "orders-db",
-        "orders-db-secret",
-    )
-}
-
-fn cache() -> Binding {
-    Binding::new(
-        "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
-        "cache",
-        "cache-secret",
-    )
-}
-
-fn bind(object: Value, binding: &Binding) -> Value {
-    with(object, |o| project(o, binding))
-}
-
-fn unbind(object: Value, binding: &Binding) -> Value {
-    with(object, |o| unproject(o, &binding.uid, true))
-}
-
-fn daemonset() -> Value {
-    fixture("workloads/daemonset-unbound.json")
-}
-
-fn deployment() -> Value {
-    fixture("workloads/deployment-unbound.json")
-}
+use crate::workload::{Deployment, Workload};
 
 fn scaled(object: Value) -> Value {
     with(object, |o| o["spec"]["replicas"] = json!(5))
 }
 
-/// What a first hold changes on a Deployment.
-const PAUSE_HOLD: [&str; 5] = [
-    "/metadata/annotations/restage-gate.io~1held-since",
-    "/metadata/annotations/restage-gate.io~1original-paused",
-    "/metadata/annotations/restage-gate.io~1pending",
-    "/metadata/labels/restage-gate.io~1held",
-    "/spec/paused",
-];
-
 #[test]
 fn daemonsets_follow_the_decision_table() {
     use Expect::*;
     let ds = daemonset;
-    let bound = || bind(ds(), &orders());
-    let held_bound = || held(bound(), &DaemonSet, "+orders-db");
+    let bound = || bind(ds(), &orders_binding());
+    let held_bound = || held(bound(), "+orders-db");
     let rolling = || with(ds(), |d| d["status"]["updatedNumberScheduled"] = json!(2));
     let on_delete = |d: Value| {
         with(d, |d| {
@@ -72,17 +34,17 @@ fn daemonsets_follow_the_decision_table() {
         (
             "bind",
             update(ds(), bound()),
-            Mutated("held", &STRATEGY_HOLD_PATHS),
+            Mutated("held", hold_paths("DaemonSet")),
         ),
         (
             "unbind",
-            update(bound(), unbind(bound(), &orders())),
-            Mutated("held", &STRATEGY_HOLD_PATHS),
+            update(bound(), unbind(bound(), &orders_binding())),
+            Mutated("held", hold_paths("DaemonSet")),
         ),
         (
             "second bind while held",
-            update(held_bound(), bind(held_bound(), &cache())),
-            Mutated("held", &["/metadata/annotations/restage-gate.io~1pending"]),
+            update(held_bound(), bind(held_bound(), &cache_binding())),
+            Mutated("held", pending_path()),
         ),
         (
             "no change while held",
@@ -93,16 +55,16 @@ fn daemonsets_follow_the_decision_table() {
         (
             "wipe while held",
             update(held_bound(), ds()),
-            Mutated("held", &STRATEGY_HOLD_PATHS),
+            Mutated("held", hold_paths("DaemonSet")),
         ),
         (
             "restage while held",
             update(held_bound(), with(held_bound(), restarted)),
-            Mutated("released", &STRATEGY_HOLD_PATHS),
+            Mutated("released", hold_paths("DaemonSet")),
         ),
         (
             "bind during a rollout",
-            update(rolling(), bind(rolling(), &orders())),
+            update(rolling(), bind(rolling(), &orders_binding())),
             Plain,
         ),
         (
@@ -123,7 +85,7 @@ fn daemonsets_follow_the_decision_table() {
 
 #[test]
 fn a_daemonset_hold_remembers_and_restores_its_own_strategy() {
-    let r = update(daemonset(), bind(daemonset(), &orders())).run();
+    let r = update(daemonset(), bind(daemonset(), &orders_binding())).run();
     let held = r.mutated_object.expect("held");
     assert_eq!(held["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
     let restarted_ds = with(held.clone(), restarted);
@@ -136,7 +98,7 @@ fn a_daemonset_hold_remembers_and_restores_its_own_strategy() {
         daemonset()["spec"]["updateStrategy"]
     );
     assert!(!markers::is_held(&released));
-    let message = update(daemonset(), bind(daemonset(), &orders()))
+    let message = update(daemonset(), bind(daemonset(), &orders_binding()))
         .settings(json!({"mode": "reject"}))
         .run()
         .message
@@ -155,8 +117,8 @@ fn a_daemonset_hold_remembers_and_restores_its_own_strategy() {
 fn deployments_follow_the_decision_table() {
     use Expect::*;
     let d = deployment;
-    let bound = || bind(d(), &orders());
-    let held_bound = || held(bound(), &Deployment, "+orders-db");
+    let bound = || bind(d(), &orders_binding());
+    let held_bound = || held(bound(), "+orders-db");
     let rolling = || {
         with(d(), |d| {
             d["status"]["conditions"][1]["reason"] = json!("ReplicaSetUpdated");
@@ -165,11 +127,15 @@ fn deployments_follow_the_decision_table() {
     let paused = |d: Value| with(d, |d| d["spec"]["paused"] = json!(true));
     let resumed = |d: Value| with(d, |d| d["spec"]["paused"] = json!(false));
     let cases: Vec<(&str, Request, Expect)> = vec![
-        ("bind", update(d(), bound()), Mutated("held", &PAUSE_HOLD)),
+        (
+            "bind",
+            update(d(), bound()),
+            Mutated("held", hold_paths("Deployment")),
+        ),
         (
             "second bind while held",
-            update(held_bound(), bind(held_bound(), &cache())),
-            Mutated("held", &["/metadata/annotations/restage-gate.io~1pending"]),
+            update(held_bound(), bind(held_bound(), &cache_binding())),
+            Mutated("held", pending_path()),
         ),
         (
             "scale while held",
@@ -180,34 +146,26 @@ fn deployments_follow_the_decision_table() {
         (
             "restage while held",
             update(held_bound(), with(held_bound(), restarted)),
-            Mutated("released", &PAUSE_HOLD),
+            Mutated("released", hold_paths("Deployment")),
         ),
         (
             "rollout resume while held",
             update(held_bound(), resumed(held_bound())),
-            Mutated(
-                "released",
-                &[
-                    "/metadata/annotations/restage-gate.io~1held-since",
-                    "/metadata/annotations/restage-gate.io~1original-paused",
-                    "/metadata/annotations/restage-gate.io~1pending",
-                    "/metadata/labels/restage-gate.io~1held",
-                ],
-            ),
+            Mutated("released", marker_paths("Deployment")),
         ),
         (
             "unbind",
-            update(bound(), unbind(bound(), &orders())),
+            update(bound(), unbind(bound(), &orders_binding())),
             Noted("rolling"),
         ),
         (
             "unbind while held",
-            update(held_bound(), unbind(held_bound(), &orders())),
-            Mutated("released", &PAUSE_HOLD),
+            update(held_bound(), unbind(held_bound(), &orders_binding())),
+            Mutated("released", hold_paths("Deployment")),
         ),
         (
             "bind during a rollout",
-            update(rolling(), bind(rolling(), &orders())),
+            update(rolling(), bind(rolling(), &orders_binding())),
             Plain,
         ),
         (
@@ -222,7 +180,7 @@ fn deployments_follow_the_decision_table() {
         ),
         (
             "reject mode unbind",
-            update(bound(), unbind(bound(), &orders())).settings(json!({"mode": "reject"})),
+            update(bound(), unbind(bound(), &orders_binding())).settings(json!({"mode": "reject"})),
             Noted("rolling"),
         ),
     ];
@@ -233,7 +191,7 @@ fn deployments_follow_the_decision_table() {
 
 #[test]
 fn a_deployment_hold_pauses_it_and_a_release_sets_paused_back() {
-    let r = update(deployment(), bind(deployment(), &orders())).run();
+    let r = update(deployment(), bind(deployment(), &orders_binding())).run();
     let held = r.mutated_object.expect("held");
     assert_eq!(held["spec"]["paused"], json!(true));
     assert_eq!(annotation(&held, ORIGINAL_PAUSED_ANNOTATION), Some("false"));
@@ -250,10 +208,10 @@ fn a_deployment_hold_pauses_it_and_a_release_sets_paused_back() {
 
 #[test]
 fn a_deployment_change_that_switches_a_binding_secret_rolls_now() {
-    let bound = bind(deployment(), &orders());
+    let bound = bind(deployment(), &orders_binding());
     let rotated = Binding {
         secret: "orders-db-secret-2".into(),
-        ..orders()
+        ..orders_binding()
     };
     let request = update(bound.clone(), bind(bound, &rotated));
     let r = check("switched secret", &request, Expect::Noted("rolling"));
@@ -266,15 +224,15 @@ fn a_deployment_change_that_switches_a_binding_secret_rolls_now() {
 
 #[test]
 fn a_deployment_change_in_place_that_keeps_its_secrets_is_held() {
-    let bound = bind(deployment(), &orders());
+    let bound = bind(deployment(), &orders_binding());
     let typed = Binding {
         type_: Some("postgresql".into()),
-        ..orders()
+        ..orders_binding()
     };
     let r = check(
         "type added",
         &update(bound.clone(), bind(bound, &typed)),
-        Expect::Mutated("held", &PAUSE_HOLD),
+        Expect::Mutated("held", hold_paths("Deployment")),
     );
     let sts = r.mutated_object.expect("held");
     assert_eq!(annotation(&sts, PENDING_ANNOTATION), Some("~orders-db"));
@@ -283,7 +241,7 @@ fn a_deployment_change_in_place_that_keeps_its_secrets_is_held() {
 #[test]
 fn a_deployment_remembered_paused_is_restored_only_when_valid() {
     let old = with(
-        held(bind(deployment(), &orders()), &Deployment, "+orders-db"),
+        held(bind(deployment(), &orders_binding()), "+orders-db"),
         |d| d["metadata"]["annotations"][ORIGINAL_PAUSED_ANNOTATION] = json!("yes"),
     );
     let r = update(old.clone(), with(old, restarted)).run();

@@ -1,212 +1,75 @@
-//! Test helpers: fixtures modelled on Korifi v0.14 objects and on workloads the
-//! servicebinding.io runtime binds, JSON edits and diffs, admission requests and what a response
-//! is expected to be; and the table tests of `validate`.
+//! The policy's own tests, on the shared test tooling (`restage-gate-testkit`): how a response
+//! is expected to look, and the table tests of `validate`.
 
 mod kinds;
-#[path = "../../e2e-tests/src/projector.rs"]
-pub mod projector;
 mod properties;
 mod recognition;
 mod release;
 mod validate;
 
-use std::collections::BTreeSet;
-
 use kubewarden_policy_sdk::response::ValidationResponse;
+use restage_gate_testkit::admission::{request_for, validation_request};
+use restage_gate_testkit::hold::{annotation_path, marker_paths};
+use restage_gate_testkit::korifi;
+use restage_gate_testkit::kubectl;
 use serde_json::{json, Value};
 
 use crate::clock::UtcTime;
-use crate::workload::{self, Workload};
+use crate::markers::PENDING_ANNOTATION;
 use crate::{evaluate, WARNING_LIMIT};
-use projector::Binding;
+
+pub use restage_gate_testkit::edit::{changed_paths, push, remove, set, with};
+pub use restage_gate_testkit::fixtures::fixture;
+pub use restage_gate_testkit::hold::annotation;
+pub use restage_gate_testkit::korifi::{bound, orders_db, unbound, upsi};
 
 /// Wednesday 2026-12-02T16:51:06Z.
 pub const NOW: UtcTime = UtcTime(1_796_230_266);
 pub const EARLIER: &str = "2026-12-01T09:00:00Z";
 
-/// A fixture from `e2e-tests/fixtures/`, e.g. `korifi-v0.14/statefulset-0-unbound.json`; a
-/// bare name is one of the Korifi objects.
-pub fn fixture(name: &str) -> Value {
-    let name = if name.contains('/') {
-        name.to_string()
-    } else {
-        format!("korifi-v0.14/{name}")
-    };
-    let path = format!("{}/e2e-tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-pub fn with(mut object: Value, edit: impl FnOnce(&mut Value)) -> Value {
-    edit(&mut object);
-    object
-}
-
 /// A workload as restage-gate leaves it when it holds `pending` since EARLIER, with the API
-/// default control remembered.
-pub fn held(object: Value, kind: &dyn Workload, pending: &str) -> Value {
-    with(object, |o| {
-        let hold = workload::default_hold(kind, EARLIER, pending);
-        workload::hold(o, kind, &hold).expect("writable");
-    })
+/// default control of its kind remembered.
+pub fn held(object: Value, pending: &str) -> Value {
+    restage_gate_testkit::hold::held(object, pending, EARLIER)
+}
+
+/// The paths a first hold changes on a fixture workload: the markers, and its control
+/// (`updateStrategy` RollingUpdate with parameters → OnDelete; a Deployment's `paused` added).
+pub fn hold_paths(kind: &str) -> Vec<String> {
+    let mut paths = marker_paths(kind);
+    match kind {
+        "Deployment" => paths.push("/spec/paused".into()),
+        _ => paths.extend([
+            "/spec/updateStrategy/rollingUpdate".into(),
+            "/spec/updateStrategy/type".into(),
+        ]),
+    }
+    paths.sort();
+    paths
+}
+
+/// What refreshing `pending` changes.
+pub fn pending_path() -> Vec<String> {
+    vec![annotation_path(PENDING_ANNOTATION)]
 }
 
 pub fn template_of(sts: &Value) -> &Value {
     sts.pointer("/spec/template").expect("spec.template")
 }
 
-/// Sets the value at a JSON pointer, creating missing objects on the way.
-pub fn set(doc: &mut Value, pointer: &str, value: Value) {
-    let mut here = doc;
-    let keys: Vec<String> = pointer
-        .split('/')
-        .skip(1)
-        .map(|k| k.replace("~1", "/").replace("~0", "~"))
-        .collect();
-    let (last, parents) = keys.split_last().expect("non-empty pointer");
-    for key in parents {
-        here = match here {
-            Value::Array(list) => &mut list[key.parse::<usize>().expect("index")],
-            other => {
-                if other.get(key).is_none() {
-                    other[key.as_str()] = json!({});
-                }
-                &mut other[key.as_str()]
-            }
-        };
-    }
-    match here {
-        Value::Array(list) => list[last.parse::<usize>().expect("index")] = value,
-        other => other[last.as_str()] = value,
-    }
-}
-
-/// Appends to the list at a JSON pointer, creating it when missing.
-pub fn push(doc: &mut Value, pointer: &str, value: Value) {
-    if doc.pointer(pointer).is_none() {
-        set(doc, pointer, json!([]));
-    }
-    doc.pointer_mut(pointer)
-        .and_then(Value::as_array_mut)
-        .expect("a list")
-        .push(value);
-}
-
-/// Removes the value at a JSON pointer (an object field).
-pub fn remove(doc: &mut Value, pointer: &str) {
-    let (parent, key) = pointer.rsplit_once('/').expect("pointer");
-    let key = key.replace("~1", "/").replace("~0", "~");
-    let target = if parent.is_empty() {
-        Some(doc)
-    } else {
-        doc.pointer_mut(parent)
-    };
-    if let Some(Value::Object(map)) = target {
-        map.remove(&key);
-    }
-}
-
-/// JSON pointers of every leaf that differs between two documents.
-pub fn changed_paths(a: &Value, b: &Value) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    diff(a, b, String::new(), &mut out);
-    out
-}
-
-fn diff(a: &Value, b: &Value, at: String, out: &mut BTreeSet<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
-            for k in keys {
-                let path = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
-                match (x.get(k), y.get(k)) {
-                    (Some(p), Some(q)) => diff(p, q, path, out),
-                    _ => {
-                        out.insert(path);
-                    }
-                }
-            }
-        }
-        _ if a != b => {
-            out.insert(at);
-        }
-        _ => {}
-    }
-}
-
-pub fn unbound() -> Value {
-    fixture("statefulset-0-unbound.json")
-}
-
-pub fn bound() -> Value {
-    fixture("statefulset-1-bound-upsi.json")
-}
-
-pub fn upsi() -> Binding {
-    Binding::from_service_binding(&fixture("servicebinding-user-provided.json")).expect("binding")
-}
-
-pub fn orders_db() -> Binding {
-    Binding::from_service_binding(&fixture("servicebinding-managed-orders-db.json"))
-        .expect("binding")
-}
-
-/// Korifi's statefulset-runner: its desired spec, labels and annotations (no projection, no
-/// markers), with the API server's default strategy.
+/// Korifi's statefulset-runner writing its desired StatefulSet (version 0, one instance).
 pub fn runner_write(current: &Value) -> Value {
-    with(unbound(), |s| {
-        for key in ["resourceVersion", "generation"] {
-            s["metadata"][key] = current["metadata"][key].clone();
-        }
-    })
+    korifi::runner_write(current, &korifi::desired(0, 1))
 }
 
-/// A rolling deploy: new `version` label and annotation, new droplet image.
+/// A rolling deploy: process version 1 with a new droplet.
 pub fn rolling_deploy(sts: &mut Value) {
-    for at in ["/metadata", "/spec/template/metadata"] {
-        set(
-            sts,
-            &format!("{at}/labels/korifi.cloudfoundry.org~1version"),
-            json!("1"),
-        );
-        set(
-            sts,
-            &format!("{at}/annotations/korifi.cloudfoundry.org~1version"),
-            json!("1"),
-        );
-    }
-    set(
-        sts,
-        "/spec/template/spec/containers/0/image",
-        json!("registry.example.com/korifi/droplets@sha256:1111"),
-    );
+    korifi::new_version(sts, 1);
 }
 
-pub fn restarted(sts: &mut Value) {
-    set(
-        sts,
-        "/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt",
-        json!("2026-12-02T16:50:00Z"),
-    );
-}
-
-/// What a first hold changes on a workload whose strategy was `RollingUpdate` with parameters;
-/// a release of such a hold changes the same paths back.
-pub const STRATEGY_HOLD_PATHS: [&str; 6] = [
-    "/metadata/annotations/restage-gate.io~1held-since",
-    "/metadata/annotations/restage-gate.io~1original-update-strategy",
-    "/metadata/annotations/restage-gate.io~1pending",
-    "/metadata/labels/restage-gate.io~1held",
-    "/spec/updateStrategy/rollingUpdate",
-    "/spec/updateStrategy/type",
-];
-
-/// `paths` and the removal of the release request, in order.
-pub fn with_release_request(paths: &[&'static str]) -> Vec<&'static str> {
-    let mut all = paths.to_vec();
-    all.push("/metadata/annotations/restage-gate.io~1release");
-    all.sort();
-    all
+/// `kubectl rollout restart`.
+pub fn restarted(object: &mut Value) {
+    kubectl::rollout_restart(object, "2026-12-02T16:50:00Z");
 }
 
 pub struct Request {
@@ -242,26 +105,9 @@ impl Request {
     }
 
     pub fn payload(&self) -> Value {
-        let meta = |key: &str| {
-            [&self.new, &self.old]
-                .iter()
-                .find_map(|o| o["metadata"][key].as_str())
-                .unwrap_or_default()
-                .to_string()
-        };
-        json!({"settings": self.settings, "request": {
-            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-            "kind": {"group": "apps", "version": "v1", "kind": self.kind},
-            "resource": {"group": "apps", "version": "v1", "resource": format!("{}s", self.kind.to_lowercase())},
-            "subResource": self.sub_resource,
-            "name": meta("name"),
-            "namespace": meta("namespace"),
-            "operation": self.operation,
-            "userInfo": {"username": "system:serviceaccount:cf:korifi-controllers", "groups": ["system:serviceaccounts"]},
-            "object": self.new,
-            "oldObject": self.old,
-            "dryRun": false,
-        }})
+        let mut request = request_for("apps", self.kind, self.operation, &self.old, &self.new);
+        request["subResource"] = json!(self.sub_resource);
+        validation_request(&self.settings, &request)
     }
 
     pub fn run(&self) -> ValidationResponse {
@@ -271,18 +117,18 @@ impl Request {
 }
 
 #[derive(Debug)]
-pub enum Expect<'a> {
+pub enum Expect {
     /// Accepted unchanged, nothing said.
     Plain,
-    /// Accepted with this mutation (exact changed paths) and `decision`.
-    Mutated(&'static str, &'a [&'a str]),
+    /// Accepted with this mutation (exact changed paths, sorted) and `decision`.
+    Mutated(&'static str, Vec<String>),
     /// Accepted unchanged, with a warning and `decision`.
     Noted(&'static str),
     /// Refused.
     Rejected,
 }
 
-pub fn check(name: &str, request: &Request, expect: Expect<'_>) -> ValidationResponse {
+pub fn check(name: &str, request: &Request, expect: Expect) -> ValidationResponse {
     let r = request.run();
     let decision = r
         .audit_annotations
@@ -336,8 +182,4 @@ pub fn check(name: &str, request: &Request, expect: Expect<'_>) -> ValidationRes
         }
     }
     r
-}
-
-pub fn annotation<'a>(sts: &'a Value, key: &str) -> Option<&'a str> {
-    sts.pointer("/metadata/annotations")?.get(key)?.as_str()
 }

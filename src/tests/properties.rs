@@ -6,16 +6,15 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::changed_paths;
-use super::projector::{project, unproject, Binding};
-use crate::clock::UtcTime;
+use restage_gate_testkit::admission::{request, validation_request};
+use restage_gate_testkit::hold::{held_remembering, is_marker};
+use restage_gate_testkit::projector::{project, unproject, Binding};
+
+use super::{changed_paths, EARLIER, NOW};
 use crate::evaluate;
-use crate::markers::{self, Hold, ORIGINAL_STRATEGY_ANNOTATION};
+use crate::markers;
 use crate::template::artefacts::ArtefactRules;
 use crate::template::classify::{classify, ChangeKind};
-use crate::workload::{self, StatefulSet};
-
-const NOW: UtcTime = UtcTime(1_796_230_266);
 
 /// (name, env, image) of a generated container.
 type ContainerSpec = (String, Vec<(String, String)>, String);
@@ -166,28 +165,17 @@ fn add_volume(template: &mut Value, volume: Value) {
     }
 }
 
-fn request(old: &Value, new: &Value) -> Vec<u8> {
-    serde_json::to_vec(&json!({"settings": {}, "request": {
-        "uid": "u", "operation": "UPDATE",
-        "kind": {"group": "apps", "version": "v1", "kind": "StatefulSet"},
-        "name": "app", "namespace": "space", "object": new, "oldObject": old}}))
-    .expect("serialisable")
+fn payload(old: &Value, new: &Value) -> Vec<u8> {
+    let request = validation_request(&json!({}), &request("UPDATE", old, new));
+    serde_json::to_vec(&request).expect("serialisable")
 }
 
 fn mutated(old: &Value, new: &Value) -> Option<Value> {
-    evaluate(&request(old, new), NOW).mutated_object
+    evaluate(&payload(old, new), NOW).mutated_object
 }
 
 fn held(sts: Value, strategy: &Value) -> Value {
-    let mut sts = sts;
-    let hold = Hold {
-        remembered_key: ORIGINAL_STRATEGY_ANNOTATION,
-        remembered: strategy.to_string(),
-        held_since: "2026-12-01T09:00:00Z".into(),
-        pending: "+svc-1".into(),
-    };
-    workload::hold(&mut sts, &StatefulSet, &hold).expect("writable");
-    sts
+    held_remembering(sts, strategy, "+svc-1", EARLIER)
 }
 
 /// The strategy, a marker, or a label/annotation map the request lacked that now holds only
@@ -198,11 +186,16 @@ fn allowed_change(path: &str, request: &Value, out: &Value) -> bool {
             && out
                 .pointer(p)
                 .and_then(Value::as_object)
-                .is_some_and(|m| m.keys().all(|k| k.starts_with("restage-gate.io/")))
+                .is_some_and(|m| m.keys().all(|k| is_marker(k)))
     };
+    let marker = ["/metadata/labels/", "/metadata/annotations/"]
+        .iter()
+        .any(|map| {
+            path.strip_prefix(map)
+                .is_some_and(|key| is_marker(&key.replace("~1", "/").replace("~0", "~")))
+        });
     path.starts_with("/spec/updateStrategy")
-        || path.starts_with("/metadata/labels/restage-gate.io~1")
-        || path.starts_with("/metadata/annotations/restage-gate.io~1")
+        || marker
         || (matches!(path, "/metadata/labels" | "/metadata/annotations") && only_markers(path))
 }
 

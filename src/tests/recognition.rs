@@ -4,18 +4,19 @@
 
 use serde_json::{json, Value};
 
-use super::projector::{project, unproject, Binding};
+use restage_gate_testkit::korifi::runner_write;
+use restage_gate_testkit::lookalike::{self, change_root, declare_root};
+use restage_gate_testkit::projector::{project, project_vmware, unproject, Binding};
+
 use super::{
-    annotation, bound, check, held, orders_db, push, set, template_of, unbound, update, upsi, with,
+    annotation, bound, check, held, orders_db, set, template_of, unbound, update, upsi, with,
     Expect, EARLIER,
 };
 use crate::markers::{HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION};
 use crate::template::artefacts::ArtefactRules;
 use crate::template::classify::{classify, ChangeKind};
-use crate::workload::StatefulSet;
 
 const UID: &str = "7a6b5c4d-3e2f-4a1b-8c9d-0e1f2a3b4c5d";
-const ROOT_ENV: &str = "/spec/template/spec/containers/0/env";
 
 fn kind(old: &Value, new: &Value) -> ChangeKind {
     classify(
@@ -26,16 +27,9 @@ fn kind(old: &Value, new: &Value) -> ChangeKind {
     .kind
 }
 
-fn own_root(root: Value) -> impl FnOnce(&mut Value) {
-    move |s: &mut Value| push(s, ROOT_ENV, root)
-}
-
 /// An app that declares its own `SERVICE_BINDING_ROOT`, bound to `upsi` under that root.
 fn app_with_root(root: &str) -> (Value, Value) {
-    let unbound = with(
-        unbound(),
-        own_root(json!({"name": "SERVICE_BINDING_ROOT", "value": root})),
-    );
+    let unbound = with(unbound(), |s| declare_root(s, root));
     let bound = with(unbound.clone(), |s| project(s, &upsi()));
     (unbound, bound)
 }
@@ -44,16 +38,17 @@ fn app_with_root(root: &str) -> (Value, Value) {
 fn an_apps_own_root_changed_added_or_removed_is_a_restage() {
     let (unbound_own, bound_own) = app_with_root("/etc/svc");
     let changed = with(bound_own.clone(), |s| {
-        set(s, &format!("{ROOT_ENV}/0/value"), json!("/srv/bindings"))
+        change_root(
+            s,
+            Some(json!({"name": "SERVICE_BINDING_ROOT", "value": "/srv/bindings"})),
+        )
     });
     let from_config = with(bound(), |s| {
-        let env = s
-            .pointer_mut(ROOT_ENV)
-            .and_then(Value::as_array_mut)
-            .expect("env");
-        env.retain(|e| e["name"] != "SERVICE_BINDING_ROOT");
-        env.push(json!({"name": "SERVICE_BINDING_ROOT",
-            "valueFrom": {"configMapKeyRef": {"name": "app", "key": "root"}}}));
+        change_root(
+            s,
+            Some(json!({"name": "SERVICE_BINDING_ROOT",
+                "valueFrom": {"configMapKeyRef": {"name": "app", "key": "root"}}})),
+        )
     });
     let cases = [
         ("own root changed", bound_own.clone(), changed),
@@ -96,40 +91,11 @@ fn the_last_unbind_while_the_app_declares_its_own_root_is_a_binding_change() {
     );
 }
 
-/// Volumes of the app's own that only look like binding volumes, added to a bound app.
-fn lookalike_volumes() -> Vec<(&'static str, Value)> {
-    vec![
-        (
-            "servicebinding-overrides",
-            json!({"name": "servicebinding-overrides", "projected": {"sources": [{"configMap": {"name": "overrides"}}]}}),
-        ),
-        (
-            "servicebinding-<uid> as a configMap",
-            json!({"name": format!("servicebinding-{UID}"), "configMap": {"name": "settings"}}),
-        ),
-        (
-            "binding-<40 hex> as a secret",
-            json!({"name": "binding-0123456789abcdef0123456789abcdef01234567", "secret": {"secretName": "s"}}),
-        ),
-    ]
-}
-
-fn with_lookalike(sts: Value, volume: &Value) -> Value {
-    with(sts, |s| {
-        push(s, "/spec/template/spec/volumes", volume.clone());
-        push(
-            s,
-            "/spec/template/spec/containers/0/volumeMounts",
-            json!({"name": volume["name"], "mountPath": "/bindings/overrides"}),
-        );
-    })
-}
-
 #[test]
 fn a_lookalike_volume_is_the_apps_own_in_every_mode() {
-    for (name, volume) in lookalike_volumes() {
+    for (name, volume) in lookalike::volumes() {
         let old = bound();
-        let new = with_lookalike(old.clone(), &volume);
+        let new = with(old.clone(), |s| lookalike::mount(s, &volume));
         assert_eq!(kind(&old, &new), ChangeKind::Restage, "{name}");
         check(
             &format!("defer: {name}"),
@@ -138,8 +104,8 @@ fn a_lookalike_volume_is_the_apps_own_in_every_mode() {
         );
         let reject = update(old, new).settings(json!({"mode": "reject"}));
         check(&format!("reject: {name}"), &reject, Expect::Plain);
-        let held_old = held(bound(), &StatefulSet, "+x");
-        let held_new = with_lookalike(held_old.clone(), &volume);
+        let held_old = held(bound(), "+x");
+        let held_new = with(held_old.clone(), |s| lookalike::mount(s, &volume));
         let r = update(held_old, held_new).run();
         let decision = r.audit_annotations.as_ref().and_then(|a| a.get("decision"));
         assert_eq!(
@@ -150,42 +116,12 @@ fn a_lookalike_volume_is_the_apps_own_in_every_mode() {
     }
 }
 
-/// The VMware implementation: a `binding-<sha1>` projected volume, its secret recorded only on
-/// the workload, and `spec.env` mappings to that secret.
+/// A VMware bind of `legacy-db` with an env mapping to its secret.
 fn vmware_bind(sts: &Value) -> Value {
-    let digest = "4b2c350fb984fc36b6cf39515a2efced0fcb5053";
-    let volume = format!("binding-{digest}");
+    let mut binding = Binding::new("", "legacy-db", "legacy-db-secret");
+    binding.env = vec![("DATABASE_URL".into(), "uri".into())];
     with(sts.clone(), |s| {
-        set(
-            s,
-            &format!(
-                "/metadata/annotations/internal.bindings.labs.vmware.com~1projection-{digest}"
-            ),
-            json!("legacy-db-secret"),
-        );
-        let t = &mut s["spec"]["template"];
-        push(
-            t,
-            "/spec/volumes",
-            json!({"name": volume,
-            "projected": {"sources": [{"secret": {"name": "legacy-db-secret"}}]}}),
-        );
-        push(
-            t,
-            "/spec/containers/0/volumeMounts",
-            json!({"name": volume, "mountPath": "/bindings/legacy-db", "readOnly": true}),
-        );
-        push(
-            t,
-            "/spec/containers/0/env",
-            json!({"name": "SERVICE_BINDING_ROOT", "value": "/bindings"}),
-        );
-        push(
-            t,
-            "/spec/containers/0/env",
-            json!({"name": "DATABASE_URL",
-            "valueFrom": {"secretKeyRef": {"name": "legacy-db-secret", "key": "uri"}}}),
-        );
+        project_vmware(s, "4b2c350fb984fc36b6cf39515a2efced0fcb5053", &binding)
     })
 }
 
@@ -204,13 +140,9 @@ fn a_vmware_bind_with_env_mappings_is_held_and_refused_in_reject_mode() {
 fn a_controller_overwrite_of_a_held_app_with_its_own_root_keeps_every_marker() {
     let (unbound_own, bound_own) = app_with_root("/etc/svc");
     let both = with(bound_own, |s| project(s, &orders_db()));
-    let old = held(both, &StatefulSet, "+upsi +orders-db");
+    let old = held(both, "+upsi +orders-db");
     // the runner's desired state: the app's own root stays, every projection goes
-    let overwrite = with(old.clone(), |s| {
-        s["spec"] = unbound_own["spec"].clone();
-        s["metadata"]["labels"] = unbound_own["metadata"]["labels"].clone();
-        s["metadata"]["annotations"] = unbound_own["metadata"]["annotations"].clone();
-    });
+    let overwrite = runner_write(&old, &unbound_own);
     let change = classify(
         template_of(&old),
         template_of(&overwrite),

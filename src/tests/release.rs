@@ -3,9 +3,11 @@
 
 use serde_json::{json, Value};
 
+use restage_gate_testkit::hold::annotation_path;
+use restage_gate_testkit::kubectl::annotate;
+
 use super::{
-    annotation, bound, check, held, restarted, unbound, update, with, with_release_request, Expect,
-    Request, STRATEGY_HOLD_PATHS,
+    annotation, bound, check, held, hold_paths, restarted, unbound, update, with, Expect, Request,
 };
 use crate::markers::{
     self, HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
@@ -14,7 +16,7 @@ use crate::markers::{
 use crate::workload::{StatefulSet, Workload};
 
 fn remembering(strategy: &str) -> Value {
-    with(held(bound(), &StatefulSet, "+x"), |s| {
+    with(held(bound(), "+x"), |s| {
         s["metadata"]["annotations"][ORIGINAL_STRATEGY_ANNOTATION] = json!(strategy)
     })
 }
@@ -41,7 +43,7 @@ fn an_invalid_remembered_strategy_restores_the_api_default_and_says_so() {
         let r = check(
             strategy,
             &request,
-            Expect::Mutated("released", &STRATEGY_HOLD_PATHS),
+            Expect::Mutated("released", hold_paths("StatefulSet")),
         );
         let sts = r.mutated_object.expect("released");
         assert_eq!(
@@ -136,14 +138,12 @@ fn a_hand_set_label_on_on_delete_remembers_the_api_default() {
 }
 
 fn release_requested(sts: Value) -> Value {
-    with(sts, |s| {
-        s["metadata"]["annotations"][RELEASE_ANNOTATION] = json!("now")
-    })
+    with(sts, |s| annotate(s, RELEASE_ANNOTATION, "now"))
 }
 
 #[test]
 fn the_release_annotation_releases_a_held_workload_at_once() {
-    let old = held(bound(), &StatefulSet, "+orders-db");
+    let old = held(bound(), "+orders-db");
     let request = update(old.clone(), release_requested(old));
     assert_eq!(
         audit(&request, "reason").as_deref(),
@@ -152,7 +152,12 @@ fn the_release_annotation_releases_a_held_workload_at_once() {
     let r = check(
         "release requested",
         &request,
-        Expect::Mutated("released", &with_release_request(&STRATEGY_HOLD_PATHS)),
+        Expect::Mutated("released", {
+            let mut paths = hold_paths("StatefulSet");
+            paths.push(annotation_path(RELEASE_ANNOTATION));
+            paths.sort();
+            paths
+        }),
     );
     let sts = r.mutated_object.expect("released");
     assert_eq!(sts["spec"]["updateStrategy"], StatefulSet.default_control());
@@ -181,10 +186,7 @@ fn the_release_annotation_on_a_workload_not_held_is_only_removed() {
         let r = check(
             name,
             &update(old, new),
-            Expect::Mutated(
-                "not-held",
-                &["/metadata/annotations/restage-gate.io~1release"],
-            ),
+            Expect::Mutated("not-held", vec![annotation_path(RELEASE_ANNOTATION)]),
         );
         let sts = r.mutated_object.expect("annotation removed");
         assert_eq!(

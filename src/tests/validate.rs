@@ -4,22 +4,22 @@
 
 use serde_json::{json, Value};
 
-use super::projector::{project, unproject};
+use restage_gate_testkit::projector::{project, project_vmware, unproject, Binding};
+
 use super::{
-    annotation, bound, changed_paths, check, fixture, orders_db, restarted, rolling_deploy,
-    runner_write, unbound, update, upsi, with, Expect, Request, EARLIER, NOW, STRATEGY_HOLD_PATHS,
+    annotation, bound, changed_paths, check, fixture, held, hold_paths, orders_db, pending_path,
+    restarted, rolling_deploy, runner_write, unbound, update, upsi, with, Expect, Request, EARLIER,
+    NOW,
 };
 use crate::evaluate;
 use crate::markers::{
-    self, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
+    self, HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
 };
-use crate::workload::StatefulSet;
 
 const UPSI: &str = "d41d8cd9-8f00-4b20-9e80-0998ecf8427e";
 
-/// A StatefulSet as restage-gate left it when it held `pending` at EARLIER.
-fn held(sts: Value, pending: &str) -> Value {
-    super::held(sts, &StatefulSet, pending)
+fn hold() -> Vec<String> {
+    hold_paths("StatefulSet")
 }
 
 const WINDOW_NOW: &str =
@@ -48,27 +48,27 @@ fn validate_follows_the_decision_table() {
         })
     };
     let cases: Vec<(&str, Request, Expect)> = vec![
-        ("first bind", update(unbound(), bound()), Mutated("held", &STRATEGY_HOLD_PATHS)),
-        ("unbind", update(bound(), with(bound(), |s| unproject(s, &upsi().uid, true))), Mutated("held", &STRATEGY_HOLD_PATHS)),
+        ("first bind", update(unbound(), bound()), Mutated("held", hold())),
+        ("unbind", update(bound(), with(bound(), |s| unproject(s, &upsi().uid, true))), Mutated("held", hold())),
         ("second bind while held", update(held(bound(), "+x"), with(held(bound(), "+x"), |s| project(s, &orders_db()))),
-            Mutated("held", &["/metadata/annotations/restage-gate.io~1pending"])),
-        ("runner patch while held", update(held(both(), "+x"), runner_write(&held(both(), "+x"))), Mutated("held", &STRATEGY_HOLD_PATHS)),
+            Mutated("held", pending_path())),
+        ("runner patch while held", update(held(both(), "+x"), runner_write(&held(both(), "+x"))), Mutated("held", hold())),
         ("runner patch while not held", update(bound(), runner_write(&bound())), Plain),
         ("no change while held", update(held(bound(), "+x"), held(bound(), "+x")), Noted("held")),
         ("scale while held", update(held(bound(), "+x"), with(held(bound(), "+x"), |s| s["spec"]["replicas"] = json!(3))), Noted("held")),
         ("scale", update(bound(), with(bound(), |s| s["spec"]["replicas"] = json!(3))), Plain),
         ("no change", update(bound(), bound()), Plain),
-        ("rolling deploy while held", update(held(bound(), "+x"), with(held(bound(), "+x"), rolling_deploy)), Mutated("released", &STRATEGY_HOLD_PATHS)),
+        ("rolling deploy while held", update(held(bound(), "+x"), with(held(bound(), "+x"), rolling_deploy)), Mutated("released", hold())),
         ("rolling deploy by the runner while held", update(held(bound(), "+x"), with(runner_write(&bound()), rolling_deploy)), Noted("released")),
-        ("rollout restart while held", update(held(bound(), "+x"), with(held(bound(), "+x"), restarted)), Mutated("released", &STRATEGY_HOLD_PATHS)),
+        ("rollout restart while held", update(held(bound(), "+x"), with(held(bound(), "+x"), restarted)), Mutated("released", hold())),
         ("rollout restart", update(bound(), with(bound(), restarted)), Plain),
         ("unknown pod-spec field", update(unbound(), with(bound(), |s| s["spec"]["template"]["spec"]["futureField"] = json!(true))), Plain),
-        ("unknown pod-spec field while held", update(held(bound(), "+x"), with(held(bound(), "+x"), |s| s["spec"]["template"]["spec"]["futureField"] = json!(true))), Mutated("released", &STRATEGY_HOLD_PATHS)),
+        ("unknown pod-spec field while held", update(held(bound(), "+x"), with(held(bound(), "+x"), |s| s["spec"]["template"]["spec"]["futureField"] = json!(true))), Mutated("released", hold())),
         ("bind during a rollout", update(in_rollout(), with(bound(), |s| s["spec"]["replicas"] = json!(3))), Plain),
         ("bind with the user's own OnDelete", update(on_delete(unbound()), on_delete(bound())), Plain),
         ("bind in a maintenance window", update(unbound(), bound()).settings(settings(WINDOW_NOW)), Plain),
-        ("bind outside maintenance windows", update(unbound(), bound()).settings(settings(WINDOW_LATER)), Mutated("held", &STRATEGY_HOLD_PATHS)),
-        ("no change while held in a window", update(held(bound(), "+x"), held(bound(), "+x")).settings(settings(WINDOW_NOW)), Mutated("released", &STRATEGY_HOLD_PATHS)),
+        ("bind outside maintenance windows", update(unbound(), bound()).settings(settings(WINDOW_LATER)), Mutated("held", hold())),
+        ("no change while held in a window", update(held(bound(), "+x"), held(bound(), "+x")).settings(settings(WINDOW_NOW)), Mutated("released", hold())),
         ("wipe while held in a window", update(held(bound(), "+x"), runner_write(&bound())).settings(settings(WINDOW_NOW)), Noted("released")),
         ("reject mode bind", update(unbound(), bound()).settings(json!({"mode": "reject"})), Rejected),
         ("reject mode bind in a window", update(unbound(), bound()).settings(json!({"mode": "reject", "maintenanceWindows": [{"days": ["Wed"], "start": "16:00", "end": "17:00"}]})), Plain),
@@ -100,14 +100,10 @@ fn validate_follows_the_decision_table() {
 #[test]
 fn first_bind_is_held_with_every_marker() {
     let request = update(unbound(), bound());
-    let r = check(
-        "first bind",
-        &request,
-        Expect::Mutated("held", &STRATEGY_HOLD_PATHS),
-    );
+    let r = check("first bind", &request, Expect::Mutated("held", hold()));
     let sts = r.mutated_object.expect("mutated");
     assert_eq!(sts["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
-    assert_eq!(sts["metadata"]["labels"]["restage-gate.io/held"], "true");
+    assert_eq!(sts["metadata"]["labels"][HELD_LABEL], "true");
     let original: Value = serde_json::from_str(
         annotation(&sts, ORIGINAL_STRATEGY_ANNOTATION).expect("original strategy"),
     )
@@ -244,10 +240,25 @@ fn projection_with_type_provider_and_env_mappings_is_held() {
     let r = check(
         "mapped projection",
         &update(unbound(), new),
-        Expect::Mutated("held", &STRATEGY_HOLD_PATHS),
+        Expect::Mutated("held", hold()),
     );
     let sts = r.mutated_object.expect("mutated");
     assert_eq!(annotation(&sts, PENDING_ANNOTATION), Some("+orders-db"));
+}
+
+#[test]
+fn legacy_vmware_projection_is_held() {
+    let binding = Binding::new("", "legacy-db", "legacy-db-secret");
+    let new = with(unbound(), |s| {
+        project_vmware(s, "5f1e2a8b3d4f709e213a4b5c6d7e8f0a1b2c3d4e", &binding)
+    });
+    let r = check(
+        "legacy projection",
+        &update(unbound(), new),
+        Expect::Mutated("held", hold()),
+    );
+    let sts = r.mutated_object.expect("mutated");
+    assert_eq!(annotation(&sts, PENDING_ANNOTATION), Some("+legacy-db"));
 }
 
 #[test]
@@ -306,7 +317,7 @@ fn floats_elsewhere_in_the_object_survive_a_mutation_exactly() {
     let r = update(old, new.clone()).run();
     let sts = r.mutated_object.expect("held");
     assert_eq!(sts["spec"]["futureRatio"], float);
-    assert_eq!(changed_paths(&new, &sts).len(), STRATEGY_HOLD_PATHS.len());
+    assert_eq!(changed_paths(&new, &sts).len(), hold().len());
 }
 
 #[test]

@@ -72,7 +72,8 @@ impl Binding {
 
 const MAPPING: &str = r#"{"versions":[{"version":"*","annotations":".spec.template.metadata.annotations","containers":[{"path":".spec.template.spec.initContainers[*]","name":".name","env":".env","volumeMounts":".volumeMounts"},{"path":".spec.template.spec.containers[*]","name":".name","env":".env","volumeMounts":".volumeMounts"}],"volumes":".spec.template.spec.volumes"}]}"#;
 
-/// Projects `binding` into a workload (a StatefulSet object). Projecting twice changes nothing.
+/// Projects `binding` into a workload (any kind with a pod template). Projecting twice changes
+/// nothing.
 pub fn project(workload: &mut Value, binding: &Binding) {
     unproject(workload, &binding.uid, false);
     let Some(template) = workload.pointer_mut("/spec/template") else {
@@ -129,6 +130,18 @@ pub fn project(workload: &mut Value, binding: &Binding) {
     }
     let mapping = object_at(workload, "metadata", "annotations");
     mapping.insert(binding.annotation("mapping"), json!(MAPPING));
+}
+
+/// `object` with `binding` projected: what the servicebinding reconciler writes for a bind.
+pub fn bind(mut object: Value, binding: &Binding) -> Value {
+    project(&mut object, binding);
+    object
+}
+
+/// `object` with `binding` unprojected: what the reconciler writes for an unbind.
+pub fn unbind(mut object: Value, binding: &Binding) -> Value {
+    unproject(&mut object, &binding.uid, true);
+    object
 }
 
 /// Removes what projecting the binding with this uid wrote. `SERVICE_BINDING_ROOT` stays:
@@ -189,6 +202,40 @@ pub fn unproject(workload: &mut Value, uid: &str, mapping: bool) {
                 });
             }
         }
+    }
+}
+
+/// What the older VMware implementation (`internal.bindings.labs.vmware.com`) writes for a
+/// binding whose projection is named by `digest` (40 lowercase hex digits): a projected
+/// `binding-<digest>` volume of the binding secret, its mount under the container's root, the
+/// root itself when missing, env mappings to the secret, and the secret's name recorded only on
+/// the workload's own metadata.
+pub fn project_vmware(workload: &mut Value, digest: &str, binding: &Binding) {
+    let volume = format!("binding-{digest}");
+    let recorded = object_at(workload, "metadata", "annotations");
+    recorded.insert(
+        format!("internal.bindings.labs.vmware.com/projection-{digest}"),
+        json!(binding.secret),
+    );
+    let Some(spec) = workload.pointer_mut("/spec/template/spec") else {
+        return;
+    };
+    list_at(spec, "volumes").push(json!({"name": volume,
+        "projected": {"sources": [{"secret": {"name": binding.secret}}]}}));
+    let Some(Value::Array(containers)) = spec.get_mut("containers") else {
+        return;
+    };
+    for container in containers {
+        let env = list_at(container, "env");
+        if !env.iter().any(|e| e["name"] == "SERVICE_BINDING_ROOT") {
+            env.push(json!({"name": "SERVICE_BINDING_ROOT", "value": ROOT}));
+        }
+        for (name, key) in &binding.env {
+            env.push(json!({"name": name,
+                "valueFrom": {"secretKeyRef": {"name": binding.secret, "key": key}}}));
+        }
+        list_at(container, "volumeMounts").push(json!({"name": volume, "readOnly": true,
+            "mountPath": format!("{ROOT}/{}", binding.name)}));
     }
 }
 

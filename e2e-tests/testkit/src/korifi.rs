@@ -1,28 +1,19 @@
-//! Korifi v0.14 objects and the writes Korifi, kubectl and the policy make to an app's
-//! StatefulSet, modelled on `fixtures/korifi-v0.14/`.
+//! Korifi v0.14 objects and the writes Korifi makes to an app's StatefulSet, modelled on
+//! `fixtures/korifi-v0.14/`.
 
-use std::path::PathBuf;
-
-use restage_gate::workload::{self, StatefulSet};
 use serde_json::{json, Value};
 
+use crate::fixtures::fixture;
 use crate::projector::Binding;
-
-pub fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/korifi-v0.14")
-}
-
-/// A fixture object; the fixtures ship with the repository, so a missing one is a broken
-/// checkout and worth a loud failure.
-pub fn fixture(name: &str) -> Value {
-    let path = fixtures_dir().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 /// The app's StatefulSet before any binding.
 pub fn unbound() -> Value {
     fixture("statefulset-0-unbound.json")
+}
+
+/// The app's StatefulSet with the user-provided service bound, as the projector left it.
+pub fn bound() -> Value {
+    fixture("statefulset-1-bound-upsi.json")
 }
 
 /// The user-provided service binding (named by its guid, as `cf bind-service` does).
@@ -49,10 +40,9 @@ pub fn runner_write(current: &Value, desired: &Value) -> Value {
     next
 }
 
-/// The runner's desired StatefulSet for a process version (`cf push --strategy rolling` and
-/// `cf restage --strategy rolling` bump it and bring a new droplet).
-pub fn desired(version: u32, replicas: u32) -> Value {
-    let mut sts = unbound();
+/// A new process version (`cf push --strategy rolling`, `cf restage --strategy rolling`): the
+/// `version` label and annotation, and from version 1 on a new droplet.
+pub fn new_version(sts: &mut Value, version: u32) {
     let v = json!(version.to_string());
     for at in ["/metadata", "/spec/template/metadata"] {
         if let Some(meta) = sts.pointer_mut(at) {
@@ -65,21 +55,12 @@ pub fn desired(version: u32, replicas: u32) -> Value {
             "registry.example.com/korifi/0f8e7d6c-droplets@sha256:{version:064x}"
         ));
     }
+}
+
+/// The runner's desired StatefulSet for a process version at `replicas` instances.
+pub fn desired(version: u32, replicas: u32) -> Value {
+    let mut sts = unbound();
+    new_version(&mut sts, version);
     sts["spec"]["replicas"] = json!(replicas);
-    sts
-}
-
-/// `kubectl rollout restart`.
-pub fn rollout_restart(sts: &mut Value, at: &str) {
-    sts["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"] =
-        json!(at);
-}
-
-/// The workload as restage-gate leaves it when it holds `pending` since `since`, with the
-/// API server's default strategy remembered.
-pub fn held(mut sts: Value, pending: &str, since: &str) -> Value {
-    let hold = workload::default_hold(&StatefulSet, since, pending);
-    // fixtures are well-formed StatefulSets, which always take the markers
-    workload::hold(&mut sts, &StatefulSet, &hold).expect("a StatefulSet takes the markers");
     sts
 }
