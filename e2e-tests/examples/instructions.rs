@@ -49,7 +49,8 @@ fn calls(module: &str, case: usize, n: usize) {
 /// the guest alone.
 fn count(module: &std::path::Path, case: usize) -> Result<(u64, u64), String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
-    let profile = std::env::temp_dir().join(format!("restage-gate-callgrind.{}", std::process::id()));
+    let profile =
+        std::env::temp_dir().join(format!("restage-gate-callgrind.{}", std::process::id()));
     let out = Command::new("valgrind")
         .args(["--tool=callgrind", "--toggle-collect=*counted_path*"])
         .arg(format!("--callgrind-out-file={}", profile.display()))
