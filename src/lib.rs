@@ -7,6 +7,7 @@
 pub mod clock;
 pub mod json;
 pub mod markers;
+pub mod object;
 pub mod pending;
 pub mod policy;
 pub mod request;
@@ -19,11 +20,12 @@ pub mod workload;
 #[cfg(test)]
 mod tests;
 
+use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use kubewarden_policy_sdk::wapc_guest::CallResult;
 use serde_json::Value;
 
-pub use crate::request::evaluate;
+pub use crate::request::answer;
 pub use crate::response::WARNING_LIMIT;
 use crate::settings::Settings;
 
@@ -41,7 +43,20 @@ pub extern "C" fn wapc_init() {
 
 /// waPC `validate`. Never returns `Err`: Kubewarden would turn it into a rejection (code 500).
 pub fn validate(payload: &[u8]) -> CallResult {
-    Ok(encode(&evaluate(payload, clock::now())))
+    Ok(answer(payload, clock::now()))
+}
+
+/// The answer to one request at `now`, as the SDK's type (for tests and tools).
+pub fn evaluate(payload: &[u8], now: clock::UtcTime) -> ValidationResponse {
+    // `answer` writes a ValidationResponse; reading it back cannot fail.
+    serde_json::from_slice(&answer(payload, now)).unwrap_or(ValidationResponse {
+        accepted: true,
+        message: None,
+        code: None,
+        mutated_object: None,
+        audit_annotations: None,
+        warnings: None,
+    })
 }
 
 /// waPC `validate_settings`. Every refusal names the field and the value.
@@ -54,9 +69,4 @@ pub fn validate_settings(payload: &[u8]) -> CallResult {
         message: verdict.err(),
     };
     Ok(serde_json::to_vec(&response).unwrap_or_else(|_| br#"{"valid":false}"#.to_vec()))
-}
-
-fn encode(response: &kubewarden_policy_sdk::response::ValidationResponse) -> Vec<u8> {
-    // Serialising a response of strings and JSON values cannot fail; if it ever did, accept.
-    serde_json::to_vec(response).unwrap_or_else(|_| br#"{"accepted":true}"#.to_vec())
 }

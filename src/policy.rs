@@ -1,6 +1,7 @@
 //! The decision table, as a pure function of the request, the settings and the time.
 //! `response.rs` turns its result into an admission response.
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::clock::UtcTime;
@@ -8,11 +9,12 @@ use crate::json::{at, text_at};
 use crate::markers::{self, Hold};
 use crate::pending;
 use crate::settings::{Mode, Settings};
-use crate::template::classify::{classify, Change, ChangeKind};
+use crate::template::classify::{classify_raw, Change, ChangeKind};
 use crate::window::Window;
 use crate::workload::{self, Workload};
 
-/// The parts of an admission request the decision reads.
+/// The parts of an admission request the decision reads. The objects are read without their
+/// pod templates (`object.rs`); the templates stay raw JSON, parsed only when they differ.
 #[derive(Debug, Clone, Copy)]
 pub struct Admission<'a> {
     pub operation: &'a str,
@@ -23,6 +25,8 @@ pub struct Admission<'a> {
     pub name: &'a str,
     pub object: &'a Value,
     pub old_object: &'a Value,
+    pub template: Option<&'a RawValue>,
+    pub old_template: Option<&'a RawValue>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -60,7 +64,7 @@ pub enum Decision {
     Reject { message: String, bindings: String },
 }
 
-pub fn decide(request: &Admission, settings: &Settings, now: UtcTime) -> Decision {
+pub fn decide<'a>(request: &Admission<'a>, settings: &Settings, now: UtcTime) -> Decision {
     let in_scope = request.operation == "UPDATE" && request.sub_resource.is_empty();
     let Some(workload) = workload::of(request.group, request.kind).filter(|_| in_scope) else {
         return Decision::Accept;
@@ -72,12 +76,16 @@ pub fn decide(request: &Admission, settings: &Settings, now: UtcTime) -> Decisio
     if being_deleted(object) || being_deleted(old) {
         return Decision::Accept;
     }
-    let template = |o| at(o, &["spec", "template"]).filter(|t| t.is_object());
-    let (Some(old_template), Some(new_template)) = (template(old), template(object)) else {
+    let template = |t: Option<&'a RawValue>| t.filter(|t| t.get().starts_with('{'));
+    let (Some(old_template), Some(new_template)) =
+        (template(request.old_template), template(request.template))
+    else {
         return Decision::Unreadable("spec.template is missing or not an object".into());
     };
 
-    let mut change = classify(old_template, new_template, &settings.artefacts);
+    let Some(mut change) = classify_raw(old_template, new_template, &settings.artefacts) else {
+        return Decision::Unreadable("the payload is not a ValidationRequest".into());
+    };
     let held = markers::is_held(old);
     // A held workload whose request dropped the markers was overwritten by a controller: the
     // projector restores the live bindings in the same request, so nothing was unbound.

@@ -1,34 +1,38 @@
 //! Reads a Kubewarden ValidationRequest: only the members the decision needs.
 
-use kubewarden_policy_sdk::response::ValidationResponse;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::clock::UtcTime;
+use crate::object::Object;
 use crate::policy::{decide, Admission};
 use crate::response::{respond, unreadable};
 use crate::settings::Settings;
 
 /// The ValidationRequest fields the policy reads. The SDK's `ValidationRequest` also builds the
 /// user info and options (hash sets seeded from WASI randomness); the policy never reads them,
-/// so they are skipped while parsing. Absent or null strings read as empty.
+/// so they are skipped while parsing. Absent or null strings read as empty. The objects are
+/// kept as raw JSON and read only as deep as the policy looks (`object.rs`).
 #[derive(Deserialize)]
-struct Payload {
+struct Payload<'a> {
     #[serde(default)]
     settings: Value,
-    request: Request,
+    #[serde(borrow)]
+    request: Request<'a>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct Request {
+struct Request<'a> {
     operation: Option<String>,
     kind: Option<Kind>,
     sub_resource: Option<String>,
     namespace: Option<String>,
     name: Option<String>,
-    object: Value,
-    old_object: Value,
+    #[serde(borrow)]
+    object: Object<'a>,
+    #[serde(borrow)]
+    old_object: Object<'a>,
 }
 
 #[derive(Deserialize, Default)]
@@ -42,19 +46,21 @@ fn text(s: &Option<String>) -> &str {
     s.as_deref().unwrap_or_default()
 }
 
-/// The whole evaluation of one request at `now`: read, decide, respond.
-pub fn evaluate(payload: &[u8], now: UtcTime) -> ValidationResponse {
+/// The whole evaluation of one request at `now`: read, decide, respond. The answer's bytes, as
+/// `validate` returns them.
+pub fn answer(payload: &[u8], now: UtcTime) -> Vec<u8> {
     let Ok(Payload {
         settings,
         request: r,
     }) = serde_json::from_slice::<Payload>(payload)
     else {
-        return unreadable("the payload is not a ValidationRequest");
+        return unreadable("the payload is not a ValidationRequest").to_bytes();
     };
     let settings = match Settings::from_value(&settings) {
         Ok(settings) => settings,
-        Err(message) => return unreadable(&message),
+        Err(message) => return unreadable(&message).to_bytes(),
     };
+    let (mut object, old) = (r.object, r.old_object);
     let kind = r.kind.unwrap_or_default();
     let decision = decide(
         &Admission {
@@ -64,11 +70,13 @@ pub fn evaluate(payload: &[u8], now: UtcTime) -> ValidationResponse {
             sub_resource: text(&r.sub_resource),
             namespace: text(&r.namespace),
             name: text(&r.name),
-            object: &r.object,
-            old_object: &r.old_object,
+            object: &object.read,
+            old_object: &old.read,
+            template: object.template,
+            old_template: old.template,
         },
         &settings,
         now,
     );
-    respond(decision, r.object, text(&r.namespace), text(&r.name))
+    respond(decision, &mut object, text(&r.namespace), text(&r.name)).to_bytes()
 }

@@ -3,24 +3,63 @@
 
 use std::collections::HashMap;
 
-use kubewarden_policy_sdk::response::ValidationResponse;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::json::Unwritable;
 use crate::markers;
+use crate::object::{Edited, Object};
 use crate::policy::Decision;
 use crate::workload;
 
 /// Admission warnings should stay under this many characters (kubectl shows them whole).
 pub const WARNING_LIMIT: usize = 120;
 
-/// Turns a decision into a response, editing the request's own object in place.
-pub fn respond(
+/// The SDK's `ValidationResponse`, field for field, with the mutated object written from the
+/// request's own raw JSON instead of a tree of it.
+#[derive(Serialize)]
+pub struct Answer<'o> {
+    accepted: bool,
+    message: Option<String>,
+    code: Option<u16>,
+    mutated_object: Option<Edited<'o>>,
+    audit_annotations: Option<HashMap<String, String>>,
+    warnings: Option<Vec<String>>,
+}
+
+impl Answer<'_> {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Serialising strings and JSON cannot fail; if it ever did, accept.
+        serde_json::to_vec(self).unwrap_or_else(|_| br#"{"accepted":true}"#.to_vec())
+    }
+}
+
+/// What a decision changes in the object: the tree-based edit, made on the members the policy
+/// read (or, in tests, on a whole tree). Returns whether anything changed.
+pub fn edit(decision: &Decision, object: &mut Value) -> Result<bool, Unwritable> {
+    match decision {
+        Decision::Hold { workload, hold, .. } => workload::hold(object, *workload, hold),
+        Decision::Release {
+            workload, restore, ..
+        } => workload::release(object, *workload, restore.clone()),
+        Decision::NotHeld { .. } => markers::remove_release_request(object),
+        _ => Ok(false),
+    }
+}
+
+/// Turns a decision into a response, editing the request's own object.
+pub fn respond<'o>(
     decision: Decision,
-    mut object: Value,
+    object: &'o mut Object<'_>,
     namespace: &str,
     name: &str,
-) -> ValidationResponse {
+) -> Answer<'o> {
+    let changed = match edit(&decision, &mut object.read) {
+        Err(Unwritable(why)) => return unreadable(&why),
+        Ok(changed) => changed,
+    };
+    let object: &'o Object<'_> = object;
+    let mutated = || changed.then(|| object.edited());
     match decision {
         Decision::Accept => response(true, None, None, None),
         Decision::Unreadable(why) => unreadable(&why),
@@ -28,91 +67,67 @@ pub fn respond(
             workload,
             hold,
             first,
-        } => match workload::hold(&mut object, workload, &hold) {
-            Err(Unwritable(why)) => unreadable(&why),
-            Ok(changed) => {
-                let kind = workload.kind();
-                let warning = if first {
-                    format!(
-                        "restage-gate: {kind} rollout held; {} applies at the next restart or restage",
-                        hold.pending
-                    )
-                } else {
-                    format!(
-                        "restage-gate: {kind} rollout held since {}; pending: {}",
-                        hold.held_since, hold.pending
-                    )
-                };
-                let apply_now = workload.apply_held_now(namespace, name);
-                let audit = [
-                    ("decision", "held"),
-                    ("pending", hold.pending.as_str()),
-                    ("apply-now", apply_now.as_str()),
-                ];
-                response(
-                    true,
-                    None,
-                    changed.then_some(object),
-                    Some((&audit, warning)),
+        } => {
+            let kind = workload.kind();
+            let warning = if first {
+                format!(
+                    "restage-gate: {kind} rollout held; {} applies at the next restart or restage",
+                    hold.pending
                 )
-            }
-        },
+            } else {
+                format!(
+                    "restage-gate: {kind} rollout held since {}; pending: {}",
+                    hold.held_since, hold.pending
+                )
+            };
+            let apply_now = workload.apply_held_now(namespace, name);
+            let audit = [
+                ("decision", "held"),
+                ("pending", hold.pending.as_str()),
+                ("apply-now", apply_now.as_str()),
+            ];
+            response(true, None, mutated(), Some((&audit, warning)))
+        }
         Decision::Release {
             workload,
-            restore,
             released,
             because,
             invalid_remembered,
-        } => match workload::release(&mut object, workload, restore) {
-            Err(Unwritable(why)) => unreadable(&why),
-            Ok(changed) => {
-                let kind = workload.kind();
-                let field = workload.control_path().join(".");
-                let (warning, reason) = match invalid_remembered {
-                    None => (
-                        format!("restage-gate: {kind} rollout released ({because}); now rolling out: {released}"),
-                        because,
-                    ),
-                    Some(text) => (
-                        format!("restage-gate: {kind} released, API default {field} restored (remembered one invalid): {because}"),
-                        format!("{because}; remembered {field} {text} is not valid for a {kind}, restored the API default"),
-                    ),
-                };
-                let audit = [
-                    ("decision", "released"),
-                    ("released", released.as_str()),
-                    ("reason", reason.as_str()),
-                ];
-                response(
-                    true,
-                    None,
-                    changed.then_some(object),
-                    Some((&audit, warning)),
-                )
-            }
-        },
+            ..
+        } => {
+            let kind = workload.kind();
+            let field = workload.control_path().join(".");
+            let (warning, reason) = match invalid_remembered {
+                None => (
+                    format!("restage-gate: {kind} rollout released ({because}); now rolling out: {released}"),
+                    because,
+                ),
+                Some(text) => (
+                    format!("restage-gate: {kind} released, API default {field} restored (remembered one invalid): {because}"),
+                    format!("{because}; remembered {field} {text} is not valid for a {kind}, restored the API default"),
+                ),
+            };
+            let audit = [
+                ("decision", "released"),
+                ("released", released.as_str()),
+                ("reason", reason.as_str()),
+            ];
+            response(true, None, mutated(), Some((&audit, warning)))
+        }
         Decision::RollNow { workload, why } => {
             let warning = format!("restage-gate: {} rolls now: {why}", workload.kind());
             let audit = [("decision", "rolling"), ("reason", why.as_str())];
             response(true, None, None, Some((&audit, warning)))
         }
-        Decision::NotHeld { workload } => match markers::remove_release_request(&mut object) {
-            Err(Unwritable(why)) => unreadable(&why),
-            Ok(changed) => {
-                let warning = format!(
-                    "restage-gate: {} is not held; removed {}",
-                    workload.kind(),
-                    markers::RELEASE_ANNOTATION
-                );
-                let audit = [("decision", "not-held")];
-                response(
-                    true,
-                    None,
-                    changed.then_some(object),
-                    Some((&audit, warning)),
-                )
-            }
-        },
+        Decision::NotHeld { workload } => {
+            let warning = format!(
+                "restage-gate: {} is not held; removed {}",
+                workload.kind(),
+                markers::RELEASE_ANNOTATION
+            );
+            let audit = [("decision", "not-held")];
+            response(true, None, mutated(), Some((&audit, warning)))
+        }
         Decision::Reject { message, bindings } => {
             let warning = format!("restage-gate: refused binding change {bindings}");
             let audit = [("decision", "rejected"), ("bindings", bindings.as_str())];
@@ -121,18 +136,18 @@ pub fn respond(
     }
 }
 
-pub fn unreadable(why: &str) -> ValidationResponse {
+pub fn unreadable<'o>(why: &str) -> Answer<'o> {
     let warning = format!("restage-gate: accepted unchanged, request not readable: {why}");
     let audit = [("decision", "unreadable"), ("reason", why)];
     response(true, None, None, Some((&audit, warning)))
 }
 
-fn response(
+fn response<'o>(
     accepted: bool,
     message: Option<String>,
-    mutated_object: Option<Value>,
+    mutated_object: Option<Edited<'o>>,
     notice: Option<(&[(&str, &str)], String)>,
-) -> ValidationResponse {
+) -> Answer<'o> {
     let (audit_annotations, warnings) = match notice {
         Some((audit, warning)) => (
             Some(
@@ -145,7 +160,7 @@ fn response(
         ),
         None => (None, None),
     };
-    ValidationResponse {
+    Answer {
         accepted,
         message,
         code: None,

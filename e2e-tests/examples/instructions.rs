@@ -1,6 +1,8 @@
 //! `make bench-instructions`: the benchmark cases of `make bench`, counted in instructions
-//! executed per `validate` call (host and guest) under valgrind's callgrind, for the floor and
-//! for restage-gate. Wall time on a shared machine moves by tens of percent between runs;
+//! executed per `validate` call under valgrind's callgrind, for the floor and for restage-gate:
+//! the whole path (the host's call into the guest, then what a policy server does with the
+//! answer: decode it and, for a mutated object, diff, serialise and base64 the JSONPatch), and
+//! the guest's call alone. Wall time on a shared machine moves by tens of percent between runs;
 //! instruction counts repeat, so this table shows what a change to the policy costs.
 //!
 //! Without arguments it runs itself under valgrind once per case and module; with
@@ -9,38 +11,49 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use restage_gate_e2e::admission::handle_answer;
 use restage_gate_e2e::host::{floor_path, policy_path, Instance, Module};
 use restage_gate_e2e::workloads::cases;
+use serde_json::Value;
 
 const CALLS: usize = 10;
 
-/// The function callgrind counts in (`--toggle-collect`): one call, after warm-up.
+/// The guest's `validate` alone; its inclusive count is the guest-only figure.
 #[inline(never)]
 fn counted_call(instance: &Instance, payload: &[u8]) -> Vec<u8> {
     instance.call("validate", payload).expect("validate")
 }
 
+/// The function callgrind collects in (`--toggle-collect`): one call of the whole path, the
+/// guest and then what a policy server does with its answer, after warm-up.
+#[inline(never)]
+fn counted_path(instance: &Instance, request: &Value, payload: &[u8]) {
+    let answer = counted_call(instance, payload);
+    std::hint::black_box(handle_answer(request, &answer).expect("an answer"));
+}
+
 fn calls(module: &str, case: usize, n: usize) {
     let module = Module::load(&PathBuf::from(module)).unwrap_or_else(|e| panic!("{e}"));
     let instance = module.instance().expect("instance");
-    let payload = serde_json::to_vec(&cases()[case].payload).expect("serialisable");
+    let case = &cases()[case].payload;
+    let payload = serde_json::to_vec(case).expect("serialisable");
     for _ in 0..3 {
         instance.call("validate", &payload).expect("validate");
     }
     for _ in 0..n {
-        std::hint::black_box(counted_call(&instance, &payload));
+        counted_path(&instance, &case["request"], &payload);
     }
 }
 
-/// Instructions per call of `module` on case `case`, counted by callgrind.
-fn count(module: &std::path::Path, case: usize) -> Result<u64, String> {
+/// Instructions per call of `module` on case `case`, counted by callgrind: the whole path and
+/// the guest alone.
+fn count(module: &std::path::Path, case: usize) -> Result<(u64, u64), String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let profile =
+        std::env::temp_dir().join(format!("restage-gate-callgrind.{}", std::process::id()));
     let out = Command::new("valgrind")
-        .args([
-            "--tool=callgrind",
-            "--toggle-collect=*counted_call*",
-            "--callgrind-out-file=/dev/null",
-        ])
+        .args(["--tool=callgrind", "--toggle-collect=*counted_path*"])
+        .arg(format!("--callgrind-out-file={}", profile.display()))
         .arg(&me)
         .arg("--calls")
         .arg(module)
@@ -51,12 +64,30 @@ fn count(module: &std::path::Path, case: usize) -> Result<u64, String> {
     if !out.status.success() {
         return Err(format!("valgrind failed on case {case}:\n{log}"));
     }
-    let total = log
+    let whole = log
         .lines()
         .find_map(|l| l.split("Collected :").nth(1))
         .and_then(|n| n.trim().parse::<u64>().ok())
         .ok_or_else(|| format!("no instruction count in valgrind's output:\n{log}"))?;
-    Ok(total / CALLS as u64)
+    let guest = inclusive(&profile, "counted_call");
+    let _ = std::fs::remove_file(&profile);
+    Ok((whole / CALLS as u64, guest? / CALLS as u64))
+}
+
+/// The inclusive count of the function whose name contains `name`, as callgrind_annotate
+/// reports it.
+fn inclusive(profile: &std::path::Path, name: &str) -> Result<u64, String> {
+    let out = Command::new("callgrind_annotate")
+        .args(["--inclusive=yes", "--threshold=100"])
+        .arg(profile)
+        .output()
+        .map_err(|e| format!("callgrind_annotate: {e} (it comes with valgrind)"))?;
+    let report = String::from_utf8_lossy(&out.stdout);
+    report
+        .lines()
+        .filter(|l| l.contains(name))
+        .find_map(|l| l.split_whitespace().next()?.replace(',', "").parse().ok())
+        .ok_or_else(|| format!("no count for {name} in callgrind_annotate's report:\n{report}"))
 }
 
 /// 1120878 → 1,120,878
@@ -84,11 +115,11 @@ fn main() {
         }
     }
     let (policy, floor) = (policy_path(), floor_path());
-    println!("| case | path | floor instructions | restage-gate instructions | ratio | target |");
-    println!("|---|---|---|---|---|---|");
+    println!("| case | path | floor instructions | restage-gate instructions | ratio | target | guest-only ratio |");
+    println!("|---|---|---|---|---|---|---|");
     let mut missed = Vec::new();
     for (i, case) in cases().iter().enumerate() {
-        let (f, p) = match (count(&floor, i), count(&policy, i)) {
+        let ((f, f_guest), (p, p_guest)) = match (count(&floor, i), count(&policy, i)) {
             (Ok(f), Ok(p)) => (f, p),
             (Err(e), _) | (_, Err(e)) => {
                 eprintln!("{e}");
@@ -101,10 +132,11 @@ fn main() {
             missed.push(case.name.clone());
         }
         println!(
-            "| {} | {label} | {} | {} | {ratio:.2} | ≤ {target} |",
+            "| {} | {label} | {} | {} | {ratio:.2} | ≤ {target} | {:.2} |",
             case.name,
             grouped(f),
             grouped(p),
+            p_guest as f64 / f_guest as f64,
         );
     }
     if missed.is_empty() {

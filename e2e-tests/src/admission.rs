@@ -34,12 +34,9 @@ pub struct Outcome {
 impl Outcome {
     pub fn new(request: &Value, response: &Value) -> Outcome {
         let object = request.get("object").cloned().unwrap_or(Value::Null);
-        let mutated = response.get("mutated_object").filter(|m| !m.is_null());
+        let mutated = mutated_object(response);
         let patch = mutated
-            .map(|m| {
-                let diff = json_patch::diff(&object, m);
-                serde_json::to_value(diff).unwrap_or_else(|_| json!([]))
-            })
+            .map(|m| serde_json::to_value(patch(&object, m)).unwrap_or_else(|_| json!([])))
             .and_then(|p| p.as_array().cloned())
             .unwrap_or_default();
         let text = |v: &Value| v.as_str().map(str::to_string);
@@ -82,9 +79,8 @@ impl Outcome {
             response["status"] = json!({"message": message});
         }
         if !self.patch.is_empty() {
-            let bytes = serde_json::to_vec(&self.patch).unwrap_or_default();
             response["patchType"] = json!("JSONPatch");
-            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+            response["patch"] = json!(encode(&self.patch));
         }
         if !self.warnings.is_empty() {
             response["warnings"] = json!(self.warnings);
@@ -94,4 +90,31 @@ impl Outcome {
         }
         response
     }
+}
+
+fn mutated_object(response: &Value) -> Option<&Value> {
+    response.get("mutated_object").filter(|m| !m.is_null())
+}
+
+/// The RFC 6902 patch from the request's object to the mutated one, as policy-evaluator
+/// computes it.
+fn patch(object: &Value, mutated: &Value) -> json_patch::Patch {
+    json_patch::diff(object, mutated)
+}
+
+/// A patch as the AdmissionResponse carries it: serialised, then base64.
+fn encode(patch: &impl serde::Serialize) -> String {
+    let bytes = serde_json::to_vec(patch).unwrap_or_default();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// What a policy server does with the bytes `validate` answered before the API server sees
+/// them: decode the ValidationResponse and, when it carries a mutated object, diff the
+/// request's object against it and encode the patch. An answer without one costs only its
+/// decoding. Returns the encoded patch, if any.
+pub fn handle_answer(request: &Value, answer: &[u8]) -> Result<Option<String>, String> {
+    let response: Value =
+        serde_json::from_slice(answer).map_err(|e| format!("the answer is not JSON: {e}"))?;
+    let object = request.get("object").unwrap_or(&Value::Null);
+    Ok(mutated_object(&response).map(|m| encode(&patch(object, m))))
 }

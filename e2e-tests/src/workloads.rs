@@ -27,8 +27,8 @@ impl Path {
     /// The most restage-gate may cost, as a multiple of the parse-only floor.
     pub fn target(self) -> f64 {
         match self {
-            Path::Accept => 1.2,
-            Path::Mutate => 1.5,
+            Path::Accept => 1.0,
+            Path::Mutate => 1.3,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! The comparison walks both templates side by side instead of building stripped copies, so
 //! every field the policy does not know still takes part (as raw JSON) and nothing is cloned.
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::json::items;
@@ -46,13 +47,27 @@ pub struct Change {
     pub dropped_secrets: Vec<String>,
 }
 
-pub fn classify(old: &Value, new: &Value, rules: &ArtefactRules) -> Change {
-    let unchanged = |kind| Change {
+fn unchanged(kind: ChangeKind) -> Change {
+    Change {
         kind,
         emptied: false,
         delta: BindingDelta::default(),
         dropped_secrets: Vec::new(),
-    };
+    }
+}
+
+/// `classify` on two templates as the request's raw JSON. The API server writes both the same
+/// way, so equal text is the common case and needs no parse; only different text is compared
+/// as trees (equal trees are still `NoChange`). `None` when a template is not valid JSON.
+pub fn classify_raw(old: &RawValue, new: &RawValue, rules: &ArtefactRules) -> Option<Change> {
+    if old.get() == new.get() {
+        return Some(unchanged(ChangeKind::NoChange));
+    }
+    let parse = |t: &RawValue| serde_json::from_str::<Value>(t.get()).ok();
+    Some(classify(&parse(old)?, &parse(new)?, rules))
+}
+
+pub fn classify(old: &Value, new: &Value, rules: &ArtefactRules) -> Change {
     if old == new {
         return unchanged(ChangeKind::NoChange);
     }

@@ -1,7 +1,7 @@
 //! Properties over generated StatefulSets: mutations stay confined to the strategy and the
 //! policy's own markers, evaluating the output again changes nothing, release restores what was
-//! remembered, binding artefacts are recognised both ways, and any other template change is a
-//! restage.
+//! remembered, binding artefacts are recognised both ways, any other template change is a
+//! restage, and the object written from the request's raw members is the tree-based edit.
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -13,6 +13,10 @@ use restage_gate_testkit::projector::{project, unproject, Binding};
 use super::{changed_paths, EARLIER, NOW};
 use crate::evaluate;
 use crate::markers;
+use crate::object::Object;
+use crate::policy::{decide, Admission};
+use crate::response;
+use crate::settings::Settings;
 use crate::template::artefacts::ArtefactRules;
 use crate::template::classify::{classify, ChangeKind};
 
@@ -174,6 +178,35 @@ fn mutated(old: &Value, new: &Value) -> Option<Value> {
     evaluate(&payload(old, new), NOW).mutated_object
 }
 
+/// The answer's object as the tree-based edit makes it: the decision on the objects as the
+/// policy reads them, applied to the whole parsed object.
+fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
+    let (new_text, old_text) = (new.to_string(), old.to_string());
+    let read = |text| serde_json::from_str::<Object>(text).expect("JSON");
+    let (object, old_object) = (read(&new_text), read(&old_text));
+    let decision = decide(
+        &Admission {
+            operation: "UPDATE",
+            group: "apps",
+            kind: "StatefulSet",
+            sub_resource: "",
+            namespace: "space",
+            name: "app",
+            object: &object.read,
+            old_object: &old_object.read,
+            template: object.template,
+            old_template: old_object.template,
+        },
+        &Settings::from_value(&json!({})).expect("default settings"),
+        NOW,
+    );
+    let mut tree = new.clone();
+    response::edit(&decision, &mut tree)
+        .ok()
+        .filter(|changed| *changed)?;
+    Some(tree)
+}
+
 fn held(sts: Value, strategy: &Value) -> Value {
     held_remembering(sts, strategy, "+svc-1", EARLIER)
 }
@@ -240,6 +273,16 @@ proptest! {
             for path in changed_paths(&new, &out) {
                 prop_assert!(allowed_change(&path, &new, &out), "mutation outside its fields: {}", path);
             }
+        }
+    }
+
+    #[test]
+    fn the_object_written_from_raw_members_is_the_tree_edit((old, new) in pair()) {
+        let want = tree_edited(&old, &new);
+        prop_assert_eq!(mutated(&old, &new), want.clone());
+        // Held and released objects, not only first holds.
+        if let Some(out) = want {
+            prop_assert_eq!(mutated(&out, &new), tree_edited(&out, &new));
         }
     }
 
