@@ -1,22 +1,7 @@
-//! Admission requests in, admission responses out, the way kwctl and policy-server frame them:
-//! the policy answers a ValidationResponse with the whole mutated object; the AdmissionResponse
-//! carries the JSON patch from the request's object to it.
+//! Admission requests as the API server sends them. Reading the answers is
+//! `restage_gate_evaluation::admission`, which every runner of the module shares.
 
-use std::collections::BTreeMap;
-
-use base64::Engine as _;
 use serde_json::{json, Value};
-
-/// The `request` of an AdmissionReview file, or the file itself when it is a bare request
-/// (`kwctl run --request-path` accepts both).
-pub fn read_request(text: &str) -> Result<Value, String> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    match doc.get("request") {
-        Some(request) if request.is_object() => Ok(request.clone()),
-        _ if doc.get("operation").is_some() => Ok(doc),
-        _ => Err("neither an AdmissionReview nor an admission request".into()),
-    }
-}
 
 /// An `apps/v1` StatefulSet admission request.
 pub fn statefulset_request(operation: &str, old: &Value, new: &Value) -> Value {
@@ -61,82 +46,4 @@ fn title(operation: &str) -> String {
 /// An AdmissionReview around a request, as the API server sends it.
 pub fn review(request: &Value) -> Value {
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
-}
-
-/// What the policy's ValidationResponse means for the API server.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub allowed: bool,
-    pub message: Option<String>,
-    /// RFC 6902 operations from the request's object to the mutated object.
-    pub patch: Vec<Value>,
-    pub warnings: Vec<String>,
-    pub audit: BTreeMap<String, String>,
-    /// The object as stored: the mutated one, or the request's own.
-    pub object: Value,
-}
-
-impl Outcome {
-    pub fn new(request: &Value, response: &Value) -> Outcome {
-        let object = request.get("object").cloned().unwrap_or(Value::Null);
-        let mutated = response.get("mutated_object").filter(|m| !m.is_null());
-        let patch = mutated
-            .map(|m| {
-                let diff = json_patch::diff(&object, m);
-                serde_json::to_value(diff).unwrap_or_else(|_| json!([]))
-            })
-            .and_then(|p| p.as_array().cloned())
-            .unwrap_or_default();
-        let text = |v: &Value| v.as_str().map(str::to_string);
-        Outcome {
-            allowed: response
-                .get("accepted")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            message: response.get("message").and_then(text),
-            patch,
-            warnings: response
-                .get("warnings")
-                .and_then(Value::as_array)
-                .map(|w| w.iter().filter_map(text).collect())
-                .unwrap_or_default(),
-            audit: response
-                .get("audit_annotations")
-                .and_then(Value::as_object)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), text(v)?)))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            object: mutated.cloned().unwrap_or(object),
-        }
-    }
-
-    pub fn decision(&self) -> &str {
-        self.audit.get("decision").map_or(
-            if self.allowed { "accepted" } else { "rejected" },
-            String::as_str,
-        )
-    }
-
-    /// The AdmissionResponse, as `kwctl run` prints it.
-    pub fn admission_response(&self, uid: &str) -> Value {
-        let mut response = json!({"uid": uid, "allowed": self.allowed});
-        if let Some(message) = &self.message {
-            response["status"] = json!({"message": message});
-        }
-        if !self.patch.is_empty() {
-            let bytes = serde_json::to_vec(&self.patch).unwrap_or_default();
-            response["patchType"] = json!("JSONPatch");
-            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
-        }
-        if !self.warnings.is_empty() {
-            response["warnings"] = json!(self.warnings);
-        }
-        if !self.audit.is_empty() {
-            response["auditAnnotations"] = json!(self.audit);
-        }
-        response
-    }
 }

@@ -5,9 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use restage_gate_evaluation::admission::Outcome;
+use restage_gate_evaluation::guest::Guest;
 use serde_json::{json, Value};
 
-use crate::admission::{statefulset_request, Outcome};
+use crate::admission::statefulset_request;
 use crate::host::Module;
 use crate::korifi::{desired, rollout_restart, runner_write};
 use crate::projector::{project, unproject, Binding};

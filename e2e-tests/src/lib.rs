@@ -1,6 +1,6 @@
 //! Host-side tooling for restage-gate: load the compiled module in the runtime Kubewarden uses
-//! (waPC over wasmtime, with WASI), build admission requests, and read the responses the way
-//! kwctl and policy-server turn them into AdmissionResponses.
+//! (waPC over wasmtime, with WASI), build admission requests, and model the cluster around the
+//! policy. Reading the answers the way kwctl does is `restage-gate-evaluation`.
 
 pub mod admission;
 pub mod cluster;

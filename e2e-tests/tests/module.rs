@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use restage_gate_e2e::admission::{statefulset_request, Outcome};
+use restage_gate_e2e::admission::statefulset_request;
 use restage_gate_e2e::host::policy_under_test;
 use restage_gate_e2e::korifi::{
     desired, held, orders_db, rollout_restart, runner_write, unbound, upsi,
 };
 use restage_gate_e2e::projector::{project, unproject, Binding};
+use restage_gate_evaluation::admission::Outcome;
+use restage_gate_evaluation::guest::Guest;
 use serde_json::{json, Value};
 
 const SINCE: &str = "2026-12-01T09:00:00Z";

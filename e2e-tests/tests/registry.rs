@@ -8,10 +8,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use restage_gate_e2e::admission::{read_request, Outcome};
 use restage_gate_e2e::host::{policy_path, policy_under_test, Module};
 use restage_gate_e2e::metadata;
 use restage_gate_e2e::oci::{self, Transport};
+use restage_gate_evaluation::admission::{read_request, Outcome};
+use restage_gate_evaluation::guest::Guest;
 use serde_json::{json, Value};
 
 const REGISTRY_BIN: &str = "docker-registry";
