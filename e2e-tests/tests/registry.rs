@@ -9,9 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use restage_gate_e2e::host::{policy_path, policy_under_test, Module};
-use restage_gate_e2e::metadata;
 use restage_gate_e2e::oci::{self, Transport};
-use restage_gate_evaluation::admission::{read_request, Outcome};
+use restage_gate_e2e::{demo, metadata};
+use restage_gate_evaluation::admission::{read_request_file, Outcome};
 use restage_gate_evaluation::guest::Guest;
 use serde_json::{json, Value};
 
@@ -125,17 +125,10 @@ fn annotated_module() -> (Vec<u8>, Value) {
 /// The decision, patch paths, warnings and audit of each bundled request (the clock reading
 /// in `held-since` aside).
 fn decisions(module: &Module) -> Vec<(String, Vec<String>, usize, Value)> {
-    let dir = root().join("e2e-tests/requests");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("requests")
-        .filter_map(|e| Some(e.ok()?.path()))
-        .collect();
-    names.sort();
-    names
+    demo::bundled_request_paths()
         .iter()
         .map(|path| {
-            let request =
-                read_request(&std::fs::read_to_string(path).expect("request")).expect("request");
+            let request = read_request_file(path).expect("request");
             let response = module
                 .validate(&json!({"settings": {}, "request": request}))
                 .expect("validate");
