@@ -1,17 +1,24 @@
 #!/usr/bin/env bats
 # The bundled requests through kwctl (`make e2e-tests`, for users with kwctl, bats and jq).
 # The same decisions are asserted on the module without kwctl by e2e-tests/tests/module.rs.
+#
+# kwctl writes its verdict (the AdmissionResponse) alone on stdout, and its log lines and any
+# refusal on stderr: every test runs it with `run --separate-stderr`, so `$output` is the JSON
+# and `$stderr` the rest. e2e-tests/tests/kwctl_stand_in.rs runs this suite against a stand-in
+# that writes the same streams.
+
+bats_require_minimum_version 1.5.0
 
 setup() {
   cd "$BATS_TEST_DIRNAME/.."
-  POLICY=annotated-policy.wasm
+  POLICY=${RESTAGE_GATE_ANNOTATED_WASM:-annotated-policy.wasm}
 }
 
 # kwctl run on a bundled request; extra arguments go to kwctl.
 evaluate() {
   local request=$1
   shift
-  kwctl run --request-path "e2e-tests/requests/$request" "$@" "$POLICY" 2>/dev/null
+  kwctl run --request-path "e2e-tests/requests/$request" "$@" "$POLICY"
 }
 
 patch_ops() {
@@ -19,7 +26,7 @@ patch_ops() {
 }
 
 @test "a first bind is held: OnDelete, the label and the annotations" {
-  run evaluate 01-bind.json
+  run --separate-stderr evaluate 01-bind.json
   [ "$status" -eq 0 ]
   echo "$output" | jq -e '.allowed == true and .auditAnnotations.decision == "held"'
   echo "$output" | patch_ops | jq -e 'any(.[]; .path == "/spec/updateStrategy/type" and .value == "OnDelete")'
@@ -28,39 +35,39 @@ patch_ops() {
 }
 
 @test "a second bind while held refreshes pending only" {
-  run evaluate 02-second-bind-while-held.json
+  run --separate-stderr evaluate 02-second-bind-while-held.json
   [ "$status" -eq 0 ]
   echo "$output" | jq -e '.allowed == true and .auditAnnotations.decision == "held"'
   echo "$output" | patch_ops | jq -e 'length == 1 and .[0].path == "/metadata/annotations/restage-gate.io~1pending"'
 }
 
 @test "Korifi's runner patch while held gets the hold re-applied" {
-  run evaluate 03-runner-patch-while-held.json
+  run --separate-stderr evaluate 03-runner-patch-while-held.json
   [ "$status" -eq 0 ]
   echo "$output" | jq -e '.allowed == true and .auditAnnotations.decision == "held"'
   echo "$output" | patch_ops | jq -e 'any(.[]; .path == "/metadata/annotations/restage-gate.io~1held-since" and .value == "2026-12-01T09:00:00Z")'
 }
 
 @test "a rolling deploy releases the hold" {
-  run evaluate 04-rolling-deploy-releases-hold.json
+  run --separate-stderr evaluate 04-rolling-deploy-releases-hold.json
   [ "$status" -eq 0 ]
   echo "$output" | jq -e '.allowed == true and .auditAnnotations.decision == "released"'
 }
 
 @test "a scale is accepted unchanged" {
-  run evaluate 05-scale.json
+  run --separate-stderr evaluate 05-scale.json
   [ "$status" -eq 0 ]
   echo "$output" | jq -e '.allowed == true and .patch == null and .warnings == null'
 }
 
 @test "reject mode refuses a bind and says how to apply it" {
-  run evaluate 01-bind.json --settings-json '{"mode":"reject"}'
+  run --separate-stderr evaluate 01-bind.json --settings-json '{"mode":"reject"}'
   [ "$status" -eq 0 ]
   echo "$output" | jq -e '.allowed == false and (.status.message | contains("kubectl rollout restart"))'
 }
 
 @test "invalid settings are refused with the field and the value" {
-  run evaluate 01-bind.json --settings-json '{"mode":"later"}'
+  run --separate-stderr evaluate 01-bind.json --settings-json '{"mode":"later"}'
   [ "$status" -ne 0 ]
-  [[ "$output" == *'settings.mode: \"later\" is not a mode'* || "$output" == *'settings.mode: "later" is not a mode'* ]]
+  [[ "$stderr" == *'settings.mode: "later" is not a mode'* ]]
 }

@@ -9,6 +9,7 @@ pub mod host;
 pub mod korifi;
 pub mod metadata;
 pub mod oci;
+pub mod programs;
 pub mod projector;
 pub mod versions;
 pub mod workloads;

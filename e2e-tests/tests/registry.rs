@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use restage_gate_e2e::host::{policy_path, policy_under_test, Module};
 use restage_gate_e2e::oci::{self, Transport};
+use restage_gate_e2e::programs::installed;
 use restage_gate_e2e::{demo, metadata};
 use restage_gate_evaluation::admission::{read_request_file, Outcome};
 use restage_gate_evaluation::guest::Guest;
@@ -26,11 +27,7 @@ struct Registry {
 
 impl Registry {
     fn start() -> Option<Registry> {
-        let bin = std::env::var_os("PATH")
-            .into_iter()
-            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-            .map(|d| d.join(REGISTRY_BIN))
-            .find(|p| p.is_file())?;
+        let bin = installed(REGISTRY_BIN)?;
         let port = TcpListener::bind("127.0.0.1:0")
             .ok()?
             .local_addr()
