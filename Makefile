@@ -123,14 +123,15 @@ lint: | wasm-target
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --locked --target $(TARGET) -p restage-gate -- -D warnings
 
-# The same decisions through kwctl, for users who have it (bats + kwctl).
+# The same decisions through kwctl, for users who have it (bats + kwctl). `make test` also runs
+# the suite on a stand-in that writes kwctl's output streams (e2e-tests/tests/kwctl_stand_in.rs).
 e2e-tests: policy.wasm annotated-policy-if-kwctl
 	@if ! command -v $(KWCTL) >/dev/null; then \
-	  echo "e2e-tests/*.bats: SKIPPED, kwctl is not installed (the Rust e2e suites above ran the module)"; \
+	  echo "e2e-tests/*.bats: SKIPPED, kwctl is not installed (the Rust e2e suites above ran the module, and this suite on a kwctl stand-in)"; \
 	elif ! command -v bats >/dev/null || ! command -v jq >/dev/null; then \
 	  echo "e2e-tests/*.bats: SKIPPED, bats and jq are needed (apt-get install bats jq)"; \
 	else \
-	  bats e2e-tests/*.bats; \
+	  KWCTL=$(KWCTL) bats e2e-tests/*.bats; \
 	fi
 
 .PHONY: annotated-policy-if-kwctl

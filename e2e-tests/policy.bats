@@ -14,11 +14,12 @@ setup() {
   POLICY=${RESTAGE_GATE_ANNOTATED_WASM:-annotated-policy.wasm}
 }
 
-# kwctl run on a bundled request; extra arguments go to kwctl.
+# kwctl run ($KWCTL, as `make e2e-tests KWCTL=...` passes it) on a bundled request; extra
+# arguments go to kwctl.
 evaluate() {
   local request=$1
   shift
-  kwctl run --request-path "e2e-tests/requests/$request" "$@" "$POLICY"
+  "${KWCTL:-kwctl}" run --request-path "e2e-tests/requests/$request" "$@" "$POLICY"
 }
 
 patch_ops() {
