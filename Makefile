@@ -7,7 +7,9 @@ SHELL := /bin/bash
 TARGET      := wasm32-wasip1
 CARGO       ?= cargo
 KWCTL       ?= kwctl
-WASM        := target/$(TARGET)/release/restage_gate.wasm
+# Cargo's output directory: $CARGO_TARGET_DIR when set, as cargo does.
+TARGET_DIR  := $(or $(CARGO_TARGET_DIR),target)
+WASM        := $(TARGET_DIR)/$(TARGET)/release/restage_gate.wasm
 SOURCES     := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 RUN         := $(CARGO) run --locked --quiet -p restage-gate-e2e --bin restage-gate-run --
 RELEASE     := $(CARGO) run --locked --quiet -p restage-gate-e2e --bin restage-gate-release --
@@ -62,8 +64,8 @@ demo: policy.wasm
 	@echo "== reject mode: the first bind again"
 	@$(RUN) --summary --settings-json '{"mode":"reject"}' policy.wasm e2e-tests/requests/01-bind.json
 
-FLOOR_WASM  := target/$(TARGET)/release/restage_gate_floor.wasm
-export RESTAGE_GATE_FLOOR_WASM := $(CURDIR)/$(FLOOR_WASM)
+FLOOR_WASM  := $(TARGET_DIR)/$(TARGET)/release/restage_gate_floor.wasm
+export RESTAGE_GATE_FLOOR_WASM := $(abspath $(FLOOR_WASM))
 SIZE_BUDGET := 1048576
 
 floor: | wasm-target
@@ -108,10 +110,10 @@ fuzz:
 
 test: fmt-check lint policy.wasm floor size-check
 	@command -v docker-registry >/dev/null || echo "registry round trip: SKIPPED, docker-registry is not installed (apt-get install docker-registry)"
-	$(CARGO) test --locked --workspace --all-targets 2>&1 | tee target/test.log
+	$(CARGO) test --locked --workspace --all-targets 2>&1 | tee $(TARGET_DIR)/test.log
 	@$(MAKE) --no-print-directory e2e-tests
 	@$(MAKE) --no-print-directory fuzz-smoke
-	@awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
+	@awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' $(TARGET_DIR)/test.log
 
 fmt:
 	$(CARGO) fmt --all
