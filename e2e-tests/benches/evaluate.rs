@@ -7,9 +7,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use restage_gate_e2e::admission::{handle_answer, Outcome};
 use restage_gate_e2e::host::{floor_path, policy_path, Instance, Module};
 use restage_gate_e2e::workloads::cases;
+use restage_gate_evaluation::admission::{handle_answer, Outcome};
 use serde_json::Value;
 
 /// `cargo bench` passes `--bench`; `cargo test --all-targets` runs this once per case as a

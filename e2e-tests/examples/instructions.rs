@@ -11,9 +11,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use restage_gate_e2e::admission::handle_answer;
 use restage_gate_e2e::host::{floor_path, policy_path, Instance, Module};
 use restage_gate_e2e::workloads::cases;
+use restage_gate_evaluation::admission::handle_answer;
 use serde_json::Value;
 
 const CALLS: usize = 10;

@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use restage_gate_evaluation::admission::Outcome;
+use restage_gate_evaluation::guest::Guest;
 use restage_gate_testkit::admission::{request, validation_request};
 use restage_gate_testkit::fixtures;
 use restage_gate_testkit::hold::{self, control_path};
@@ -14,7 +16,6 @@ use restage_gate_testkit::kubectl;
 use restage_gate_testkit::projector::{project, unproject, Binding};
 use serde_json::{json, Value};
 
-use crate::admission::Outcome;
 use crate::host::Module;
 
 /// Where the projector's mutating webhook runs relative to restage-gate's.

@@ -1,6 +1,8 @@
 //! The example requests `make demo` and the bats suite evaluate (`requests/*.json`): one app
 //! through a bind, a second bind, Korifi's runner writes, a rolling deploy and a scale.
 
+use std::path::PathBuf;
+
 use restage_gate_testkit::admission::{request, review};
 use restage_gate_testkit::edit::with;
 use restage_gate_testkit::hold::held;
@@ -9,6 +11,22 @@ use restage_gate_testkit::projector::project;
 use serde_json::{json, Value};
 
 pub const HELD_SINCE: &str = "2026-12-01T09:00:00Z";
+
+/// `e2e-tests/requests/`, where the example requests are committed.
+pub fn requests_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("requests")
+}
+
+/// The committed example requests, in order.
+pub fn bundled_request_paths() -> Vec<PathBuf> {
+    let dir = requests_dir();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| Some(e.ok()?.path()))
+        .collect();
+    paths.sort();
+    paths
+}
 
 /// (file name, what restage-gate decides in defer mode, AdmissionReview).
 pub fn requests() -> Vec<(&'static str, &'static str, Value)> {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use restage_gate_evaluation::guest::Guest;
 use wapc::{WapcHost, WasiParams};
 use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
@@ -51,39 +51,12 @@ impl Module {
         .map_err(|e| format!("cannot start the waPC host: {e}"))?;
         Ok(Instance { host })
     }
+}
 
-    /// Calls one waPC function of a fresh instance.
-    pub fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+/// Each call gets a fresh instance.
+impl Guest for Module {
+    fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
         self.instance()?.call(function, payload)
-    }
-
-    /// `validate` on a ValidationRequest (`{settings, request}`); the ValidationResponse.
-    pub fn validate(&self, validation_request: &Value) -> Result<Value, String> {
-        let bytes = serde_json::to_vec(validation_request).map_err(|e| e.to_string())?;
-        self.call_json("validate", &bytes)
-    }
-
-    /// `validate_settings`; `Ok(None)` when valid, `Ok(Some(message))` when refused.
-    pub fn validate_settings(&self, settings: &Value) -> Result<Option<String>, String> {
-        let bytes = serde_json::to_vec(settings).map_err(|e| e.to_string())?;
-        let response = self.call_json("validate_settings", &bytes)?;
-        match response.get("valid").and_then(Value::as_bool) {
-            Some(true) => Ok(None),
-            Some(false) => Ok(Some(
-                response["message"].as_str().unwrap_or_default().to_string(),
-            )),
-            None => Err(format!("validate_settings answered {response}")),
-        }
-    }
-
-    pub fn protocol_version(&self) -> Result<Value, String> {
-        self.call_json("protocol_version", b"")
-    }
-
-    fn call_json(&self, function: &str, payload: &[u8]) -> Result<Value, String> {
-        let out = self.call(function, payload)?;
-        serde_json::from_slice(&out)
-            .map_err(|e| format!("{function} answered something that is not JSON: {e}"))
     }
 }
 

@@ -8,8 +8,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use restage_gate_e2e::admission::{read_request, Outcome};
 use restage_gate_e2e::host::Module;
+use restage_gate_evaluation::admission::read_request_file;
+use restage_gate_evaluation::guest::Guest;
+use restage_gate_evaluation::summary::summary_line;
 use serde_json::{json, Value};
 
 const USAGE: &str = "usage: restage-gate-run [--summary] [--validate-settings] \
@@ -77,14 +79,9 @@ fn run() -> Result<(), String> {
             }
         };
     }
-    if let Some(message) = module.validate_settings(&args.settings)? {
-        return Err(format!("settings refused: {message}"));
-    }
     for path in &args.requests {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let request = read_request(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let response = module.validate(&json!({"settings": args.settings, "request": request}))?;
-        let outcome = Outcome::new(&request, &response);
+        let request = read_request_file(path)?;
+        let outcome = module.run(&args.settings, &request)?;
         if args.summary {
             let name = path
                 .file_name()
@@ -101,31 +98,6 @@ fn run() -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// `01-bind.json  held  patch: 6 ops (updateStrategy → OnDelete, markers) | pending +orders-db`
-fn summary_line(name: &str, outcome: &Outcome) -> String {
-    let strategy = outcome
-        .object
-        .pointer("/spec/updateStrategy/type")
-        .and_then(Value::as_str)
-        .unwrap_or("-");
-    let mut detail = format!(
-        "{} patch op(s), updateStrategy {strategy}",
-        outcome.patch.len()
-    );
-    for key in ["pending", "released"] {
-        if let Some(value) = outcome.audit.get(key) {
-            detail.push_str(&format!(", {key} [{value}]"));
-        }
-    }
-    if let Some(message) = &outcome.message {
-        detail.push_str(&format!("\n    message: {message}"));
-    }
-    for warning in &outcome.warnings {
-        detail.push_str(&format!("\n    warning: {warning}"));
-    }
-    format!("{name:<36} {:<10} {detail}", outcome.decision())
 }
 
 fn main() -> ExitCode {

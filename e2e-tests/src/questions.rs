@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use restage_gate_evaluation::guest::Guest;
 use serde_json::{json, Map, Value};
 
 use crate::host::Module;

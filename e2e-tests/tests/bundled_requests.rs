@@ -1,13 +1,11 @@
 //! The committed example requests are exactly what the models produce (`BLESS=1` rewrites
 //! them), so the demo and the bats suite always show the current formats.
 
-use std::path::PathBuf;
-
 use restage_gate_e2e::demo;
 
 #[test]
 fn bundled_requests_match_the_models() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("requests");
+    let dir = demo::requests_dir();
     let bless = std::env::var_os("BLESS").is_some();
     for (name, _, review) in demo::requests() {
         let path = dir.join(name);

@@ -10,8 +10,9 @@ use restage_gate::markers::{
     HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
     RELEASE_ANNOTATION,
 };
-use restage_gate_e2e::admission::Outcome;
 use restage_gate_e2e::host::policy_under_test;
+use restage_gate_evaluation::admission::Outcome;
+use restage_gate_evaluation::guest::Guest;
 use restage_gate_testkit::admission::{request, validation_request};
 use restage_gate_testkit::edit::with;
 use restage_gate_testkit::fixtures::{cache_binding, daemonset, deployment, orders_binding};

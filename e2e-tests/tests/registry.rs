@@ -8,10 +8,13 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use restage_gate_e2e::admission::{read_request, Outcome};
 use restage_gate_e2e::host::{policy_path, policy_under_test, Module};
-use restage_gate_e2e::metadata;
 use restage_gate_e2e::oci::{self, Transport};
+use restage_gate_e2e::programs::installed;
+use restage_gate_e2e::repository;
+use restage_gate_e2e::{demo, metadata};
+use restage_gate_evaluation::admission::{read_request_file, Outcome};
+use restage_gate_evaluation::guest::Guest;
 use serde_json::{json, Value};
 
 const REGISTRY_BIN: &str = "docker-registry";
@@ -25,11 +28,7 @@ struct Registry {
 
 impl Registry {
     fn start() -> Option<Registry> {
-        let bin = std::env::var_os("PATH")
-            .into_iter()
-            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-            .map(|d| d.join(REGISTRY_BIN))
-            .find(|p| p.is_file())?;
+        let bin = installed(REGISTRY_BIN)?;
         let port = TcpListener::bind("127.0.0.1:0")
             .ok()?
             .local_addr()
@@ -102,20 +101,16 @@ impl Drop for Registry {
     }
 }
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 fn annotated_module() -> (Vec<u8>, Value) {
     let module = std::fs::read(policy_path()).expect("policy.wasm (make policy.wasm)");
     let protocol = policy_under_test()
         .protocol_version()
         .expect("protocol_version");
     let meta = metadata::read_yaml(
-        &std::fs::read_to_string(root().join("metadata.yml")).expect("metadata.yml"),
+        &std::fs::read_to_string(repository::root().join("metadata.yml")).expect("metadata.yml"),
     )
     .expect("YAML");
-    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let readme = std::fs::read_to_string(repository::root().join("README.md")).expect("README.md");
     let meta = metadata::annotated(&meta, protocol.as_str().expect("a string"), &readme)
         .expect("valid metadata");
     (metadata::embed(&module, &meta).expect("embed"), meta)
@@ -124,17 +119,10 @@ fn annotated_module() -> (Vec<u8>, Value) {
 /// The decision, patch paths, warnings and audit of each bundled request (the clock reading
 /// in `held-since` aside).
 fn decisions(module: &Module) -> Vec<(String, Vec<String>, usize, Value)> {
-    let dir = root().join("e2e-tests/requests");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("requests")
-        .filter_map(|e| Some(e.ok()?.path()))
-        .collect();
-    names.sort();
-    names
+    demo::bundled_request_paths()
         .iter()
         .map(|path| {
-            let request =
-                read_request(&std::fs::read_to_string(path).expect("request")).expect("request");
+            let request = read_request_file(path).expect("request");
             let response = module
                 .validate(&json!({"settings": {}, "request": request}))
                 .expect("validate");

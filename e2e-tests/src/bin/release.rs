@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use restage_gate_e2e::host::Module;
 use restage_gate_e2e::oci::{self, Transport};
 use restage_gate_e2e::{metadata, versions};
+use restage_gate_evaluation::guest::Guest;
 
 fn read(path: &str) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))

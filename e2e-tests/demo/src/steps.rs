@@ -1,0 +1,93 @@
+//! What `make demo` shows: the bundled requests (`e2e-tests/requests/`) in the order they
+//! happen to one app, then reject mode, each with a plain-language account of the request.
+
+/// One decision the demo shows.
+#[derive(Debug, Clone, Copy)]
+pub struct Step {
+    /// A file of `e2e-tests/requests/`.
+    pub request: &'static str,
+    /// The policy settings, as JSON.
+    pub settings: &'static str,
+    pub title: &'static str,
+    pub explanation: &'static str,
+}
+
+pub const STEPS: [Step; 6] = [
+    Step {
+        request: "01-bind.json",
+        settings: "{}",
+        title: "A first bind (defer mode, the default)",
+        explanation: "`cf bind-service` made the servicebinding.io projector add the binding to \
+            the app's StatefulSet: a volume, its mounts and SERVICE_BINDING_ROOT. On its own \
+            that restarts every pod. restage-gate lets the binding through and holds the \
+            rollout: updateStrategy OnDelete, and markers saying what is pending.",
+    },
+    Step {
+        request: "02-second-bind-while-held.json",
+        settings: "{}",
+        title: "A second bind while the app is held",
+        explanation: "Another service is bound before the app was restarted. The hold stays; \
+            only the list of pending bindings grows.",
+    },
+    Step {
+        request: "03-runner-patch-while-held.json",
+        settings: "{}",
+        title: "Korifi's runner writes the held StatefulSet",
+        explanation: "Korifi's statefulset-runner writes its own desired StatefulSet, without \
+            the bindings or the hold, as it does whenever the app changes (the projector puts \
+            the bindings back). restage-gate re-applies the hold from the stored object, so \
+            the write restarts nothing.",
+    },
+    Step {
+        request: "04-rolling-deploy-releases-hold.json",
+        settings: "{}",
+        title: "A rolling deploy releases the hold",
+        explanation: "`cf push --strategy rolling` brings a new droplet: a change the app's \
+            owner made, which rolls out as always. restage-gate releases the hold (Korifi's \
+            runner wrote the default updateStrategy and no markers, so nothing is left to \
+            patch), and the held bindings ride along in this one rollout.",
+    },
+    Step {
+        request: "05-scale.json",
+        settings: "{}",
+        title: "A scale",
+        explanation: "`cf scale -i 3` changes only the number of instances: nothing to hold, \
+            accepted unchanged.",
+    },
+    Step {
+        request: "01-bind.json",
+        settings: r#"{"mode":"reject"}"#,
+        title: "Reject mode: the first bind again",
+        explanation: "With `mode: reject` restage-gate refuses the binding change instead of \
+            holding it, and says how to apply it now.",
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bundled_request_is_shown_and_explained() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../requests");
+        let mut bundled: Vec<String> = std::fs::read_dir(&dir)
+            .expect("e2e-tests/requests")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        bundled.sort();
+        let mut shown: Vec<String> = STEPS.iter().map(|s| s.request.to_string()).collect();
+        shown.sort();
+        shown.dedup();
+        assert_eq!(shown, bundled);
+        for step in STEPS {
+            assert!(
+                serde_json::from_str::<serde_json::Value>(step.settings)
+                    .is_ok_and(|s| s.is_object()),
+                "{}: settings {}",
+                step.title,
+                step.settings
+            );
+            assert!(!step.explanation.is_empty(), "{}", step.title);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! One line per decision, for people reading a run (`make demo`, `restage-gate-run --summary`).
+
+use serde_json::Value;
+
+use crate::admission::Outcome;
+
+/// `01-bind.json   held   6 patch op(s), updateStrategy OnDelete, pending [+orders-db]`, then
+/// the message and each warning on lines of their own.
+pub fn summary_line(name: &str, outcome: &Outcome) -> String {
+    let strategy = outcome
+        .object
+        .pointer("/spec/updateStrategy/type")
+        .and_then(Value::as_str)
+        .unwrap_or("-");
+    let mut detail = format!(
+        "{} patch op(s), updateStrategy {strategy}",
+        outcome.patch.len()
+    );
+    for key in ["pending", "released"] {
+        if let Some(value) = outcome.audit.get(key) {
+            detail.push_str(&format!(", {key} [{value}]"));
+        }
+    }
+    if let Some(message) = &outcome.message {
+        detail.push_str(&format!("\n    message: {message}"));
+    }
+    for warning in &outcome.warnings {
+        detail.push_str(&format!("\n    warning: {warning}"));
+    }
+    format!("{name:<36} {:<10} {detail}", outcome.decision())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_line_names_the_decision_patch_strategy_and_pending_then_message_and_warnings() {
+        let request = json!({"object": {"spec": {"updateStrategy": {"type": "RollingUpdate"}}}});
+        let held = Outcome::new(
+            &request,
+            &json!({"accepted": true, "warnings": ["rollout held"],
+                "mutated_object": {"spec": {"updateStrategy": {"type": "OnDelete"}}},
+                "audit_annotations": {"decision": "held", "pending": "+db"}}),
+        );
+        let line = summary_line("01-bind.json", &held);
+        let mut lines = line.lines();
+        let first: Vec<&str> = lines
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        assert_eq!(
+            first,
+            [
+                "01-bind.json",
+                "held",
+                "1",
+                "patch",
+                "op(s),",
+                "updateStrategy",
+                "OnDelete,",
+                "pending",
+                "[+db]"
+            ]
+        );
+        assert_eq!(lines.collect::<Vec<_>>(), ["    warning: rollout held"]);
+
+        let refused = Outcome::new(
+            &request,
+            &json!({"accepted": false, "message": "restart the app"}),
+        );
+        assert_eq!(
+            summary_line("x.json", &refused).lines().nth(1),
+            Some("    message: restart the app")
+        );
+        assert!(summary_line("x.json", &refused).contains(" rejected "));
+    }
+}
