@@ -10,5 +10,6 @@ pub mod korifi;
 pub mod metadata;
 pub mod oci;
 pub mod projector;
+pub mod signing;
 pub mod versions;
 pub mod workloads;
