@@ -21,7 +21,7 @@ IMAGE        = $(REGISTRY)/restage-gate:v$(VERSION)
 # The e2e suites evaluate this module.
 export RESTAGE_GATE_WASM := $(CURDIR)/policy.wasm
 
-.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions fuzz fuzz-smoke
+.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions fuzz fuzz-smoke keys sign verify
 
 all: policy.wasm
 
@@ -54,6 +54,23 @@ push: annotated-policy.wasm
 pull:
 	@test -n "$(REGISTRY)" || { echo "usage: make pull REGISTRY=host:port/path (pulls REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
 	$(RELEASE) pull $(IMAGE) pulled-policy.wasm
+
+# cosign key pairs and signatures (COSIGN_PASSWORD from the environment, as cosign reads it).
+KEY_DIR           ?=
+COSIGN_KEY        ?=
+COSIGN_PUBLIC_KEY ?=
+
+keys:
+	@test -n "$(KEY_DIR)" || { echo "usage: COSIGN_PASSWORD=… make keys KEY_DIR=DIR (writes DIR/cosign.key, encrypted with COSIGN_PASSWORD, and DIR/cosign.pub)"; exit 1; }
+	$(RELEASE) keys $(KEY_DIR)
+
+sign:
+	@test -n "$(REGISTRY)" -a -n "$(COSIGN_KEY)" || { echo "usage: COSIGN_PASSWORD=… make sign REGISTRY=host:port/path COSIGN_KEY=cosign.key (signs REGISTRY/restage-gate:v$(VERSION), by digest)"; exit 1; }
+	$(RELEASE) sign $(IMAGE) $(COSIGN_KEY)
+
+verify:
+	@test -n "$(REGISTRY)" -a -n "$(COSIGN_PUBLIC_KEY)" || { echo "usage: make verify REGISTRY=host:port/path COSIGN_PUBLIC_KEY=cosign.pub (checks REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
+	$(RELEASE) verify $(IMAGE) $(COSIGN_PUBLIC_KEY)
 
 artifacthub-pkg.yml: metadata.yml questions-ui.yml Cargo.toml
 	$(RELEASE) artifacthub metadata.yml questions-ui.yml artifacthub-pkg.yml > artifacthub-pkg.yml.new

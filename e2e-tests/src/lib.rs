@@ -12,6 +12,7 @@ pub mod oci;
 pub mod programs;
 pub mod questions;
 pub mod repository;
+pub mod signing;
 pub mod versions;
 pub mod workflows;
 pub mod workloads;

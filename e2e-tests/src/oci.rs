@@ -31,7 +31,7 @@ pub struct Pulled {
     pub config_media_type: String,
 }
 
-fn parse(reference: &str) -> Result<Reference, String> {
+pub(crate) fn parse(reference: &str) -> Result<Reference, String> {
     Reference::from_str(reference.trim_start_matches("registry://"))
         .map_err(|e| format!("{reference} is not an OCI reference: {e}"))
 }
@@ -51,23 +51,27 @@ fn is_loopback(registry: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-fn client(reference: &Reference, transport: Transport) -> Client {
+/// The protocol for `reference`'s registry: HTTPS unless [`Transport`] allows plain HTTP.
+pub(crate) fn protocol(reference: &Reference, transport: Transport) -> ClientProtocol {
     let registry = reference.resolve_registry().to_string();
-    let protocol = match transport {
+    match transport {
         Transport::AllowHttp => ClientProtocol::Http,
         Transport::HttpsExceptLoopback if is_loopback(&registry) => {
             ClientProtocol::HttpsExcept(vec![registry])
         }
         Transport::HttpsExceptLoopback => ClientProtocol::Https,
-    };
+    }
+}
+
+pub(crate) fn client(reference: &Reference, transport: Transport) -> Client {
     Client::new(ClientConfig {
-        protocol,
+        protocol: protocol(reference, transport),
         ..Default::default()
     })
 }
 
 /// Basic auth from `REGISTRY_USERNAME` / `REGISTRY_PASSWORD`, anonymous otherwise.
-fn auth() -> RegistryAuth {
+pub(crate) fn auth() -> RegistryAuth {
     match (
         std::env::var("REGISTRY_USERNAME"),
         std::env::var("REGISTRY_PASSWORD"),
@@ -77,7 +81,7 @@ fn auth() -> RegistryAuth {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,6 +1,6 @@
 //! The release path against a real registry on 127.0.0.1 (Debian's `docker-registry`):
-//! annotate, push, pull by tag and by digest, and evaluate the pulled module. Skipped, visibly,
-//! when `docker-registry` is not installed (`.ci/run` installs it).
+//! annotate, push, pull by tag and by digest, evaluate the pulled module, sign and verify it.
+//! Skipped, visibly, when `docker-registry` is not installed (`.ci/run` installs it).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -8,14 +8,20 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::manifest::{OciImageManifest, OCI_IMAGE_MEDIA_TYPE};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
 use restage_gate_e2e::host::{policy_path, policy_under_test, Module};
 use restage_gate_e2e::oci::{self, Transport};
 use restage_gate_e2e::programs::installed;
 use restage_gate_e2e::repository;
+use restage_gate_e2e::signing;
 use restage_gate_e2e::{demo, metadata};
 use restage_gate_evaluation::admission::{read_request_file, Outcome};
 use restage_gate_evaluation::guest::Guest;
 use serde_json::{json, Value};
+use sigstore::cosign::CosignCapabilities;
 
 const REGISTRY_BIN: &str = "docker-registry";
 
@@ -238,5 +244,182 @@ fn push_and_pull_round_trip_through_a_real_registry() {
     assert!(
         !out.exists() && !out.with_extension("partial").exists(),
         "nothing half-written"
+    );
+}
+
+/// Throwaway key pairs only: no private key is ever committed.
+const PASSWORD: &[u8] = b"throwaway test password";
+
+/// Runs `f` with a plain OCI client on the test registry, as any registry user would.
+fn with_plain_client<T>(f: impl AsyncFnOnce(&Client) -> T) -> T {
+    let client = Client::new(ClientConfig {
+        protocol: ClientProtocol::Http,
+        ..Default::default()
+    });
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f(&client))
+}
+
+/// A signature artifact as any OCI client reads it: its manifest and first layer's bytes.
+fn signature_artifact(reference: &str) -> (OciImageManifest, Vec<u8>) {
+    let reference: Reference = reference.parse().expect("reference");
+    with_plain_client(async |client| {
+        let (manifest, _) = client
+            .pull_image_manifest(&reference, &RegistryAuth::Anonymous)
+            .await
+            .expect("signature manifest");
+        let mut payload = Vec::new();
+        client
+            .pull_blob(&reference, &manifest.layers[0], &mut payload)
+            .await
+            .expect("signature payload");
+        (manifest, payload)
+    })
+}
+
+/// Tags `from`'s manifest as `to` as well, as someone copying a signature would.
+fn copy_manifest(from: &str, to: &str) {
+    let (from, to): (Reference, Reference) = (from.parse().expect("from"), to.parse().expect("to"));
+    with_plain_client(async |client| {
+        let (bytes, _) = client
+            .pull_manifest_raw(&from, &RegistryAuth::Anonymous, &[OCI_IMAGE_MEDIA_TYPE])
+            .await
+            .expect("manifest");
+        client
+            .push_manifest_raw(
+                &to,
+                bytes,
+                OCI_IMAGE_MEDIA_TYPE.parse().expect("media type"),
+            )
+            .await
+            .expect("copy");
+    })
+}
+
+#[test]
+fn signatures_are_cosigns_and_verify_as_policy_servers_verify_them() {
+    let Some(registry) = Registry::start() else {
+        println!("SKIPPED sign/verify round trip: `{REGISTRY_BIN}` is not installed (apt-get install docker-registry)");
+        return;
+    };
+    let transport = Transport::HttpsExceptLoopback;
+    let (annotated, meta) = annotated_module();
+    let version = meta["annotations"][metadata::VERSION]
+        .as_str()
+        .expect("version");
+    let repository = format!("{}/policies/restage-gate", registry.addr);
+    let tagged = format!("{repository}:v{version}");
+    let pushed = oci::push(&annotated, &tagged, transport).expect("push");
+    let digest = pushed.split_once('@').expect("by digest").1.to_string();
+    let signature_tag = format!("{repository}:{}.sig", digest.replace(':', "-"));
+    let release =
+        signing::generate_key_pair(&registry.dir.join("release"), PASSWORD).expect("keys");
+    let other = signing::generate_key_pair(&registry.dir.join("other"), PASSWORD).expect("keys");
+
+    let err = signing::verify(&tagged, &release.public, transport).expect_err("not signed yet");
+    assert!(
+        err.contains("is not signed") && err.contains(&signature_tag) && err.contains("make sign"),
+        "{err}"
+    );
+
+    let err =
+        signing::sign(&tagged, &release.private, b"wrong", transport).expect_err("wrong password");
+    assert!(err.contains("COSIGN_PASSWORD"), "{err}");
+
+    let signed = signing::sign(&tagged, &release.private, PASSWORD, transport).expect("sign");
+    assert!(!signed.already);
+    assert_eq!(signed.artifact, pushed, "signed by digest");
+    assert_eq!(signed.signature, signature_tag);
+
+    // cosign's layout, read with a plain OCI client: one simple-signing layer naming the digest,
+    // its signature in the layer annotation, verifiable against the payload bytes.
+    let (manifest, payload) = signature_artifact(&signature_tag);
+    assert_eq!(manifest.media_type.as_deref(), Some(OCI_IMAGE_MEDIA_TYPE));
+    assert_eq!(manifest.layers.len(), 1);
+    let layer = &manifest.layers[0];
+    assert_eq!(
+        layer.media_type,
+        "application/vnd.dev.cosign.simplesigning.v1+json"
+    );
+    let simple: Value = serde_json::from_slice(&payload).expect("simple-signing JSON");
+    assert_eq!(
+        simple["critical"]["type"],
+        "cosign container image signature"
+    );
+    assert_eq!(
+        simple["critical"]["image"]["docker-manifest-digest"],
+        *digest
+    );
+    assert_eq!(
+        simple["critical"]["identity"]["docker-reference"],
+        *repository
+    );
+    let signature = layer
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("dev.cosignproject.cosign/signature"))
+        .expect("signature annotation");
+    for (keys, signed_it) in [(&release, true), (&other, false)] {
+        let public = std::fs::read_to_string(&keys.public).expect("public key");
+        let checked = <sigstore::cosign::Client as CosignCapabilities>::verify_blob_with_public_key(
+            &public, signature, &payload,
+        );
+        assert_eq!(checked.is_ok(), signed_it, "{}", keys.public.display());
+    }
+
+    for reference in [
+        tagged.clone(),
+        pushed.clone(),
+        format!("registry://{pushed}"),
+    ] {
+        let verified = signing::verify(&reference, &release.public, transport).expect("verifies");
+        assert_eq!(verified.artifact, pushed);
+        assert_eq!(verified.signatures, 1);
+    }
+
+    let err = signing::verify(&tagged, &other.public, transport).expect_err("another key");
+    assert!(
+        err.contains("not by the key") && err.contains(&*other.public.to_string_lossy()),
+        "{err}"
+    );
+
+    // Signing again is a no-op; another key is refused rather than replacing the signature.
+    assert!(
+        signing::sign(&tagged, &release.private, PASSWORD, transport)
+            .expect("sign again")
+            .already
+    );
+    let err = signing::sign(&tagged, &other.private, PASSWORD, transport)
+        .expect_err("would replace a signature");
+    assert!(err.contains("by other keys"), "{err}");
+    let verified = signing::verify(&tagged, &release.public, transport).expect("still signed");
+    assert_eq!(verified.signatures, 1);
+
+    // Re-pushed with other bytes, the tag names an unsigned digest; the signed one still verifies.
+    let mut changed_meta = meta.clone();
+    changed_meta["annotations"][metadata::USAGE] = json!("changed after signing");
+    let changed = metadata::embed(&annotated, &changed_meta).expect("embed");
+    let repushed = oci::push(&changed, &tagged, transport).expect("push again");
+    assert_ne!(repushed, pushed);
+    let err = signing::verify(&tagged, &release.public, transport).expect_err("new bytes");
+    assert!(
+        err.contains("is not signed") && err.contains("pushed again"),
+        "{err}"
+    );
+    signing::verify(&pushed, &release.public, transport).expect("the signed digest verifies");
+
+    // The old signature copied onto the new bytes does not vouch for them.
+    let new_digest = repushed.split_once('@').expect("by digest").1;
+    copy_manifest(
+        &signature_tag,
+        &format!("{repository}:{}.sig", new_digest.replace(':', "-")),
+    );
+    let err = signing::verify(&tagged, &release.public, transport).expect_err("copied signature");
+    assert!(
+        err.contains("no signature for this digest") && err.contains("do not install"),
+        "{err}"
     );
 }

@@ -3,6 +3,9 @@
 //!     restage-gate-release annotate MODULE.wasm METADATA.yml README.md OUT.wasm
 //!     restage-gate-release push ANNOTATED.wasm REGISTRY/REPOSITORY:TAG [--allow-http]
 //!     restage-gate-release pull REGISTRY/REPOSITORY(:TAG|@DIGEST) OUT.wasm [--allow-http]
+//!     restage-gate-release keys DIR                  (COSIGN_PASSWORD encrypts DIR/cosign.key)
+//!     restage-gate-release sign REGISTRY/REPOSITORY(:TAG|@DIGEST) cosign.key [--allow-http]
+//!     restage-gate-release verify REGISTRY/REPOSITORY(:TAG|@DIGEST) cosign.pub [--allow-http]
 //!     restage-gate-release artifacthub METADATA.yml QUESTIONS-UI.yml [EXISTING-artifacthub-pkg.yml]
 //!     restage-gate-release check-versions [PROJECT-DIR]
 
@@ -11,7 +14,7 @@ use std::process::ExitCode;
 
 use restage_gate_e2e::host::Module;
 use restage_gate_e2e::oci::{self, Transport};
-use restage_gate_e2e::{metadata, versions};
+use restage_gate_e2e::{metadata, signing, versions};
 use restage_gate_evaluation::guest::Guest;
 
 fn read(path: &str) -> Result<String, String> {
@@ -54,6 +57,34 @@ fn run(args: &[String]) -> Result<(), String> {
             println!("{out}: pulled {reference} ({})", pulled.digest);
             Ok(())
         }
+        ["keys", dir] => {
+            let pair = signing::generate_key_pair(
+                Path::new(dir),
+                signing::password_from_env()?.as_bytes(),
+            )?;
+            println!(
+                "{}: private key, encrypted with {} (keep it secret, never commit it)",
+                pair.private.display(),
+                signing::PASSWORD_VAR
+            );
+            println!("{}: public key, for verifiers", pair.public.display());
+            Ok(())
+        }
+        ["sign", reference, key] => {
+            let password = signing::password_from_env()?;
+            let signed = signing::sign(reference, Path::new(key), password.as_bytes(), transport)?;
+            let done = if signed.already { "already signed" } else { "signed" };
+            println!("{}: {done} with {key} ({})", signed.artifact, signed.signature);
+            Ok(())
+        }
+        ["verify", reference, key] => {
+            let verified = signing::verify(reference, Path::new(key), transport)?;
+            println!(
+                "{}: signature verified with {key} ({} signature(s) in {})",
+                verified.artifact, verified.signatures, verified.signature
+            );
+            Ok(())
+        }
         ["artifacthub", meta, questions, rest @ ..] => {
             let m = metadata::read_yaml(&read(meta)?)?;
             let version = m["annotations"][metadata::VERSION].as_str().unwrap_or_default().to_string();
@@ -73,7 +104,7 @@ fn run(args: &[String]) -> Result<(), String> {
             }
             Err(format!("versions disagree with Cargo.toml:\n  {}", problems.join("\n  ")))
         }
-        _ => Err("usage: restage-gate-release annotate|push|pull|artifacthub|check-versions … (see the source header)".into()),
+        _ => Err("usage: restage-gate-release annotate|push|pull|keys|sign|verify|artifacthub|check-versions … (see the source header)".into()),
     }
 }
 
