@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::json::items;
 use crate::template::artefacts::{ArtefactRules, Artefacts};
+use crate::template::skeleton::Skeleton;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeKind {
@@ -56,12 +57,20 @@ fn unchanged(kind: ChangeKind) -> Change {
     }
 }
 
-/// `classify` on two templates as the request's raw JSON. The API server writes both the same
-/// way, so equal text is the common case and needs no parse; only different text is compared
-/// as trees (equal trees are still `NoChange`). `None` when a template is not valid JSON.
+/// `classify` on two templates as the request's raw JSON, with the same answer. The API server
+/// writes both the same way, so equal text is the common case and needs no parse. Different
+/// text is read as skeletons: a member outside them that differs is a restage, and otherwise
+/// the skeletons hold everything `classify` compares. Only templates of another shape are
+/// compared as whole trees. `None` when a template is not valid JSON.
 pub fn classify_raw(old: &RawValue, new: &RawValue, rules: &ArtefactRules) -> Option<Change> {
     if old.get() == new.get() {
         return Some(unchanged(ChangeKind::NoChange));
+    }
+    if let (Some(old), Some(new)) = (Skeleton::read(old.get()), Skeleton::read(new.get())) {
+        if !old.rest_equal(&new) {
+            return Some(unchanged(ChangeKind::Restage));
+        }
+        return Some(classify(&old.tree, &new.tree, rules));
     }
     let parse = |t: &RawValue| serde_json::from_str::<Value>(t.get()).ok();
     Some(classify(&parse(old)?, &parse(new)?, rules))

@@ -1,9 +1,11 @@
 //! Properties over generated StatefulSets: mutations stay confined to the strategy and the
 //! policy's own markers, evaluating the output again changes nothing, release restores what was
 //! remembered, binding artefacts are recognised both ways, any other template change is a
-//! restage, and the object written from the request's raw members is the tree-based edit.
+//! restage, the object written from the request's raw members is the tree-based edit, and
+//! templates compared as raw JSON classify as whole trees do.
 
 use proptest::prelude::*;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use restage_gate_testkit::admission::{request, validation_request};
@@ -18,7 +20,7 @@ use crate::policy::{decide, Admission};
 use crate::response;
 use crate::settings::Settings;
 use crate::template::artefacts::ArtefactRules;
-use crate::template::classify::{classify, ChangeKind};
+use crate::template::classify::{classify, classify_raw, ChangeKind};
 
 /// (name, env, image) of a generated container.
 type ContainerSpec = (String, Vec<(String, String)>, String);
@@ -339,6 +341,18 @@ proptest! {
             classify(&old["spec"]["template"], &new["spec"]["template"], &rules).kind,
             ChangeKind::Restage
         );
+    }
+
+    #[test]
+    fn templates_compared_as_raw_json_classify_as_whole_trees((old, new) in pair(), pretty in any::<bool>()) {
+        // Pretty-printed, every member's text differs while the JSON does not.
+        let rules = ArtefactRules::default();
+        let (a, b) = (&old["spec"]["template"], &new["spec"]["template"]);
+        let raw = |v: &Value, pretty: bool| {
+            let text = if pretty { serde_json::to_string_pretty(v) } else { serde_json::to_string(v) };
+            RawValue::from_string(text.expect("serialisable")).expect("JSON")
+        };
+        prop_assert_eq!(classify_raw(&raw(a, false), &raw(b, pretty), &rules), Some(classify(a, b, &rules)));
     }
 
     #[test]
