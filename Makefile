@@ -21,7 +21,7 @@ IMAGE        = $(REGISTRY)/restage-gate:v$(VERSION)
 # The e2e suites evaluate this module.
 export RESTAGE_GATE_WASM := $(CURDIR)/policy.wasm
 
-.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions fuzz fuzz-smoke keys sign verify
+.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions fuzz fuzz-smoke keys sign verify release-tool
 
 all: policy.wasm
 
@@ -43,16 +43,25 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 	@if command -v $(KWCTL) >/dev/null; then \
 	  $(KWCTL) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm; \
 	else \
+	  $(MAKE) --no-print-directory release-tool; \
 	  $(RELEASE) annotate policy.wasm metadata.yml README.md annotated-policy.wasm; \
 	fi
 
+# restage-gate-release (annotate, push, pull, keys, sign, verify, artifacthub) shares the e2e
+# crate with the wasmtime host it reads the module's protocol version with.
+release-tool:
+	@echo "== building restage-gate-release (with the wasmtime host: about 25 minutes on 2 cores the first time)"
+	@$(CARGO) build --locked --quiet -p restage-gate-e2e --bin restage-gate-release
+
 push: annotated-policy.wasm
 	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=host:port/path (pushes REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
+	@$(MAKE) --no-print-directory release-tool
 	$(RELEASE) check-versions
 	$(RELEASE) push annotated-policy.wasm $(IMAGE)
 
 pull:
 	@test -n "$(REGISTRY)" || { echo "usage: make pull REGISTRY=host:port/path (pulls REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
+	@$(MAKE) --no-print-directory release-tool
 	$(RELEASE) pull $(IMAGE) pulled-policy.wasm
 
 # cosign key pairs and signatures (COSIGN_PASSWORD from the environment, as cosign reads it).
@@ -62,17 +71,20 @@ COSIGN_PUBLIC_KEY ?=
 
 keys:
 	@test -n "$(KEY_DIR)" || { echo "usage: COSIGN_PASSWORD=… make keys KEY_DIR=DIR (writes DIR/cosign.key, encrypted with COSIGN_PASSWORD, and DIR/cosign.pub)"; exit 1; }
+	@$(MAKE) --no-print-directory release-tool
 	$(RELEASE) keys $(KEY_DIR)
 
 sign:
 	@test -n "$(REGISTRY)" -a -n "$(COSIGN_KEY)" || { echo "usage: COSIGN_PASSWORD=… make sign REGISTRY=host:port/path COSIGN_KEY=cosign.key (signs REGISTRY/restage-gate:v$(VERSION), by digest)"; exit 1; }
+	@$(MAKE) --no-print-directory release-tool
 	$(RELEASE) sign $(IMAGE) $(COSIGN_KEY)
 
 verify:
 	@test -n "$(REGISTRY)" -a -n "$(COSIGN_PUBLIC_KEY)" || { echo "usage: make verify REGISTRY=host:port/path COSIGN_PUBLIC_KEY=cosign.pub (checks REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
+	@$(MAKE) --no-print-directory release-tool
 	$(RELEASE) verify $(IMAGE) $(COSIGN_PUBLIC_KEY)
 
-artifacthub-pkg.yml: metadata.yml questions-ui.yml Cargo.toml
+artifacthub-pkg.yml: metadata.yml questions-ui.yml Cargo.toml | release-tool
 	$(RELEASE) artifacthub metadata.yml questions-ui.yml artifacthub-pkg.yml > artifacthub-pkg.yml.new
 	mv artifacthub-pkg.yml.new artifacthub-pkg.yml
 

@@ -1,6 +1,8 @@
 //! The committed example requests are exactly what the models produce (`BLESS=1` rewrites
-//! them), so the demo and the bats suite always show the current formats.
+//! them), so the demo and the bats suite always show the current formats, and `make demo`
+//! explains every one of them.
 
+use restage_gate_demo::steps::STEPS;
 use restage_gate_e2e::demo;
 
 #[test]
@@ -21,5 +23,26 @@ fn bundled_requests_match_the_models() {
             "{} is stale: run `BLESS=1 cargo test -p restage-gate-e2e --test bundled_requests`",
             path.display()
         );
+    }
+}
+
+#[test]
+fn every_bundled_request_is_shown_and_explained() {
+    let bundled: Vec<String> = demo::bundled_request_paths()
+        .iter()
+        .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+        .collect();
+    let mut shown: Vec<String> = STEPS.iter().map(|s| s.request.to_string()).collect();
+    shown.sort();
+    shown.dedup();
+    assert_eq!(shown, bundled);
+    for step in STEPS {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(step.settings).is_ok_and(|s| s.is_object()),
+            "{}: settings {}",
+            step.title,
+            step.settings
+        );
+        assert!(!step.explanation.is_empty(), "{}", step.title);
     }
 }

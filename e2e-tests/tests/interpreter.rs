@@ -3,14 +3,14 @@
 //! demo cannot show a decision the real runtime would not make.
 
 use restage_gate::clock;
+use restage_gate::markers::HELD_SINCE_ANNOTATION;
 use restage_gate_demo::interpreter;
 use restage_gate_e2e::demo;
 use restage_gate_e2e::host::{policy_path, policy_under_test};
 use restage_gate_evaluation::admission::read_request_file;
 use restage_gate_evaluation::guest::Guest;
+use restage_gate_testkit::hold::annotation_path;
 use serde_json::{json, Value};
-
-const HELD_SINCE: &str = "/mutated_object/metadata/annotations/restage-gate.io~1held-since";
 
 fn light() -> interpreter::Module {
     interpreter::Module::load(&policy_path()).expect("the interpreter loads policy.wasm")
@@ -19,10 +19,9 @@ fn light() -> interpreter::Module {
 /// The response with a clock reading in `held-since` (one taken between `from` and `to`, not
 /// the request's own) replaced by `<now>`: the two hosts read the clock at different instants.
 fn without_clock(mut response: Value, request: &Value, from: &str, to: &str) -> Value {
-    let old = request
-        .pointer("/oldObject/metadata/annotations/restage-gate.io~1held-since")
-        .cloned();
-    if let Some(since) = response.pointer_mut(HELD_SINCE) {
+    let held_since = annotation_path(HELD_SINCE_ANNOTATION);
+    let old = request.pointer(&format!("/oldObject{held_since}")).cloned();
+    if let Some(since) = response.pointer_mut(&format!("/mutated_object{held_since}")) {
         if Some(&*since) != old.as_ref() {
             let reading = since.as_str().unwrap_or_default();
             assert!(

@@ -86,6 +86,8 @@ fn the_bats_suite_passes_on_kwctls_output_streams() {
     let run = Command::new("bats")
         .arg(repository::root().join("e2e-tests/policy.bats"))
         .env("PATH", path)
+        // Not a kwctl that `make test KWCTL=…` exported: the suite runs on the stand-in.
+        .env("KWCTL", kwctl_dir().join("kwctl"))
         .env("RESTAGE_GATE_ANNOTATED_WASM", policy_path())
         .output()
         .expect("bats runs");

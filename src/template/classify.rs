@@ -61,7 +61,10 @@ fn unchanged(kind: ChangeKind) -> Change {
 /// writes both the same way, so equal text is the common case and needs no parse. Different
 /// text is read as skeletons: a member outside them that differs is a restage, and otherwise
 /// the skeletons hold everything `classify` compares. Only templates of another shape are
-/// compared as whole trees. `None` when a template is not valid JSON.
+/// compared as whole trees. `None` when a template is not valid JSON. Members left raw are
+/// checked as JSON syntax only, as the rest of the request is (`object.rs`): a number beyond a
+/// 64-bit float or an unpaired surrogate escape there, which the API server never writes,
+/// does not make the template unreadable.
 pub fn classify_raw(old: &RawValue, new: &RawValue, rules: &ArtefactRules) -> Option<Change> {
     if old.get() == new.get() {
         return Some(unchanged(ChangeKind::NoChange));

@@ -7,12 +7,12 @@
 //!
 //! A template of another shape (a level that is not an object, `containers` that is not a
 //! list, a structural key given twice, an escaped key) is not read: the caller compares whole
-//! trees, as before.
+//! trees.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -128,22 +128,16 @@ impl<'de, 'r> Visitor<'de> for Level<'r, 'de> {
                 Member::Value => {
                     read.insert(key.to_string(), map.next_value()?);
                 }
-                member @ (Member::Level(_) | Member::Containers { .. }) => {
-                    // The raw members below a repeated level would stay behind: read the tree.
-                    if read.contains_key(key) {
-                        return Err(A::Error::custom("a structural member given twice"));
-                    }
-                    let value = match member {
-                        Member::Level(place) => map.next_value_seed(Level {
-                            place,
-                            rest: &mut *self.rest,
-                        })?,
-                        Member::Containers { init } => map.next_value_seed(Containers {
-                            init,
-                            rest: &mut *self.rest,
-                        })?,
-                        _ => unreachable!("matched above"),
-                    };
+                Member::Level(place) => {
+                    once::<A::Error>(&read, key)?;
+                    let rest = &mut *self.rest;
+                    let value = map.next_value_seed(Level { place, rest })?;
+                    read.insert(key.to_string(), value);
+                }
+                Member::Containers { init } => {
+                    once::<A::Error>(&read, key)?;
+                    let rest = &mut *self.rest;
+                    let value = map.next_value_seed(Containers { init, rest })?;
                     read.insert(key.to_string(), value);
                 }
                 Member::Raw => {
@@ -153,6 +147,15 @@ impl<'de, 'r> Visitor<'de> for Level<'r, 'de> {
         }
         Ok(Value::Object(read))
     }
+}
+
+/// A level read twice would leave the raw members of the first behind: such a template is
+/// compared as a whole tree instead.
+fn once<E: serde::de::Error>(read: &Map<String, Value>, key: &str) -> Result<(), E> {
+    if read.contains_key(key) {
+        return Err(E::custom("a structural member given twice"));
+    }
+    Ok(())
 }
 
 /// `containers` or `initContainers`: a list of container levels.

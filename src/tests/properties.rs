@@ -265,6 +265,41 @@ fn pair() -> impl Strategy<Value = (Value, Value)> {
         })
 }
 
+/// JSON text of any shape, its keys drawn from the members a template's skeleton treats apart,
+/// so that levels of unusual shapes, repeated keys and look-alike members all occur.
+fn template_like() -> impl Strategy<Value = String> {
+    let leaf = prop::sample::select(vec!["null", "true", "1", "1.0", "\"a\"", "\"\""])
+        .prop_map(str::to_string);
+    let key = prop::sample::select(vec![
+        "metadata",
+        "spec",
+        "annotations",
+        "labels",
+        "volumes",
+        "containers",
+        "initContainers",
+        "env",
+        "volumeMounts",
+        "name",
+        "image",
+        // An escaped key: the skeleton leaves such a template to the whole-tree comparison.
+        r"contai\u006eers",
+    ]);
+    leaf.prop_recursive(5, 64, 4, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3)
+                .prop_map(|items| format!("[{}]", items.join(","))),
+            prop::collection::vec((key.clone(), inner), 0..4).prop_map(|members| {
+                let members: Vec<String> = members
+                    .iter()
+                    .map(|(k, v)| format!("\"{k}\":{v}"))
+                    .collect();
+                format!("{{{}}}", members.join(","))
+            }),
+        ]
+    })
+}
+
 proptest! {
     // Found failures are kept as named regression tests instead of a seed file.
     #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
@@ -353,6 +388,17 @@ proptest! {
             RawValue::from_string(text.expect("serialisable")).expect("JSON")
         };
         prop_assert_eq!(classify_raw(&raw(a, false), &raw(b, pretty), &rules), Some(classify(a, b, &rules)));
+    }
+
+    #[test]
+    fn templates_of_any_shape_classify_as_whole_trees(old in template_like(), new in template_like()) {
+        let rules = ArtefactRules::default();
+        let raw = |t: &str| RawValue::from_string(t.to_string()).expect("JSON");
+        let tree = |t: &str| serde_json::from_str::<Value>(t).expect("JSON");
+        prop_assert_eq!(
+            classify_raw(&raw(&old), &raw(&new), &rules),
+            Some(classify(&tree(&old), &tree(&new), &rules))
+        );
     }
 
     #[test]

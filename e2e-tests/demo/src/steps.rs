@@ -62,32 +62,3 @@ pub const STEPS: [Step; 6] = [
             holding it, and says how to apply it now.",
     },
 ];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_bundled_request_is_shown_and_explained() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../requests");
-        let mut bundled: Vec<String> = std::fs::read_dir(&dir)
-            .expect("e2e-tests/requests")
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect();
-        bundled.sort();
-        let mut shown: Vec<String> = STEPS.iter().map(|s| s.request.to_string()).collect();
-        shown.sort();
-        shown.dedup();
-        assert_eq!(shown, bundled);
-        for step in STEPS {
-            assert!(
-                serde_json::from_str::<serde_json::Value>(step.settings)
-                    .is_ok_and(|s| s.is_object()),
-                "{}: settings {}",
-                step.title,
-                step.settings
-            );
-            assert!(!step.explanation.is_empty(), "{}", step.title);
-        }
-    }
-}
