@@ -85,9 +85,17 @@ pub fn generate_key_pair(dir: &Path, password: &[u8]) -> Result<KeyPair, String>
     let public = keys
         .public_key_to_pem()
         .map_err(|e| format!("cannot encode the public key: {e}"))?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "{}: cannot create it ({e}): choose a KEY_DIR you can write to",
+            dir.display()
+        )
+    })?;
     write_new(&pair.private, private.as_bytes(), 0o600)?;
-    write_new(&pair.public, public.as_bytes(), 0o644)?;
+    // Never half a pair: a private key without its public half cannot be checked against.
+    write_new(&pair.public, public.as_bytes(), 0o644).inspect_err(|_| {
+        let _ = std::fs::remove_file(&pair.private);
+    })?;
     Ok(pair)
 }
 
@@ -98,7 +106,12 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
         .mode(mode)
         .open(path)
         .and_then(|mut file| file.write_all(bytes))
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| {
+            format!(
+                "{}: cannot write it ({e}): choose a KEY_DIR you can write to",
+                path.display()
+            )
+        })
 }
 
 /// The signer in a cosign private key file (encrypted PEM, as cosign and `make keys` write it).
