@@ -34,7 +34,7 @@ wasm-target:
 	fi
 
 policy.wasm: $(SOURCES) | wasm-target
-	@echo "== building policy.wasm: the policy for $(TARGET), release profile (about 2 minutes on 2 cores the first time)"
+	@echo "== building policy.wasm: the policy for $(TARGET), release profile (about a minute on 2 cores the first time)"
 	$(CARGO) build --locked --release --target $(TARGET) -p restage-gate
 	cp $(WASM) policy.wasm
 
