@@ -3,8 +3,8 @@
 //! answers the way kwctl does is `restage-gate-evaluation`; fixtures, the projector model and
 //! request builders are in `restage-gate-testkit`.
 
+pub mod bundled;
 pub mod cluster;
-pub mod demo;
 pub mod host;
 pub mod manifests;
 pub mod metadata;

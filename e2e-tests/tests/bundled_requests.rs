@@ -3,13 +3,13 @@
 //! explains every one of them.
 
 use restage_gate_demo::steps::STEPS;
-use restage_gate_e2e::demo;
+use restage_gate_e2e::bundled;
 
 #[test]
 fn bundled_requests_match_the_models() {
-    let dir = demo::requests_dir();
+    let dir = bundled::requests_dir();
     let bless = std::env::var_os("BLESS").is_some();
-    for (name, _, review) in demo::requests() {
+    for (name, _, review) in bundled::requests() {
         let path = dir.join(name);
         let want = serde_json::to_string_pretty(&review).expect("serialisable") + "\n";
         if bless {
@@ -28,7 +28,7 @@ fn bundled_requests_match_the_models() {
 
 #[test]
 fn every_bundled_request_is_shown_and_explained() {
-    let bundled: Vec<String> = demo::bundled_request_paths()
+    let bundled: Vec<String> = bundled::bundled_request_paths()
         .iter()
         .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
         .collect();

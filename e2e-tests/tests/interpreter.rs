@@ -5,7 +5,7 @@
 use restage_gate::clock;
 use restage_gate::markers::HELD_SINCE_ANNOTATION;
 use restage_gate_demo::interpreter;
-use restage_gate_e2e::demo;
+use restage_gate_e2e::bundled;
 use restage_gate_e2e::host::{policy_path, policy_under_test};
 use restage_gate_evaluation::admission::read_request_file;
 use restage_gate_evaluation::guest::Guest;
@@ -37,7 +37,7 @@ fn without_clock(mut response: Value, request: &Value, from: &str, to: &str) -> 
 #[test]
 fn the_interpreter_answers_every_bundled_request_as_wasmtime_does() {
     let light = light();
-    let paths = demo::bundled_request_paths();
+    let paths = bundled::bundled_request_paths();
     assert!(!paths.is_empty(), "no bundled requests");
     for settings in [json!({}), json!({"mode": "reject"})] {
         for path in &paths {

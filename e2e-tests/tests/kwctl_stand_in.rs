@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use restage_gate_demo::interpreter;
 use restage_gate_demo::kwctl::Kwctl;
 use restage_gate_demo::Runner;
-use restage_gate_e2e::demo;
+use restage_gate_e2e::bundled;
 use restage_gate_e2e::host::policy_path;
 use restage_gate_e2e::programs::installed;
 use restage_gate_e2e::repository;
@@ -38,7 +38,7 @@ fn kwctl_dir() -> &'static Path {
 fn kwctl_run(settings: &str) -> Output {
     Command::new(kwctl_dir().join("kwctl"))
         .args(["run", "--request-path"])
-        .arg(demo::requests_dir().join("01-bind.json"))
+        .arg(bundled::requests_dir().join("01-bind.json"))
         .args(["--settings-json", settings])
         .arg(policy_path())
         .output()
@@ -103,7 +103,7 @@ fn the_bats_suite_passes_on_kwctls_output_streams() {
 fn the_demo_through_kwctl_shows_what_the_interpreter_shows() {
     let show = |runner: &Runner| {
         let mut out = Vec::new();
-        restage_gate_demo::show(runner, &demo::requests_dir(), &mut out).expect("the demo runs");
+        restage_gate_demo::show(runner, &bundled::requests_dir(), &mut out).expect("the demo runs");
         String::from_utf8(out).expect("UTF-8")
     };
     let kwctl = Runner::Kwctl(Kwctl {

@@ -17,7 +17,7 @@ use restage_gate_e2e::oci::{self, Transport};
 use restage_gate_e2e::programs::installed;
 use restage_gate_e2e::repository;
 use restage_gate_e2e::signing;
-use restage_gate_e2e::{demo, metadata};
+use restage_gate_e2e::{bundled, metadata};
 use restage_gate_evaluation::admission::{read_request_file, Outcome};
 use restage_gate_evaluation::guest::Guest;
 use serde_json::{json, Value};
@@ -125,7 +125,7 @@ fn annotated_module() -> (Vec<u8>, Value) {
 /// The decision, patch paths, warnings and audit of each bundled request (the clock reading
 /// in `held-since` aside).
 fn decisions(module: &Module) -> Vec<(String, Vec<String>, usize, Value)> {
-    demo::bundled_request_paths()
+    bundled::bundled_request_paths()
         .iter()
         .map(|path| {
             let request = read_request_file(path).expect("request");
