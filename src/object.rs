@@ -1,8 +1,8 @@
 //! A workload object read only as deep as the policy looks, in the one pass that reads the
-//! request. `metadata`, `status` and every `spec` member but the pod template become JSON
-//! values; the pod template and every other member stay the request's own raw JSON. The
-//! decision reads the values; an edit changes them, and the edited object is written back as
-//! the request's raw members with only the values re-emitted.
+//! request. `metadata`, `status` (of the stored `oldObject` only) and every `spec` member but
+//! the pod template become JSON values; the pod template and every other member stay the
+//! request's own raw JSON. The decision reads the values; an edit changes them, and the edited
+//! object is written back as the request's raw members with only the values re-emitted.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -17,8 +17,8 @@ const TEMPLATE: &str = "template";
 
 #[derive(Debug, Default)]
 pub struct Object<'a> {
-    /// `metadata`, `status` and `spec` without its `template`, as values; `Null` when the
-    /// object is absent or not a JSON object. Edits are made here.
+    /// `metadata`, `status` (unless read `without_status`) and `spec` without its `template`,
+    /// as values; `Null` when the object is absent or not a JSON object. Edits are made here.
     pub read: Value,
     /// `spec.template`, as the request has it.
     pub template: Option<&'a RawValue>,
@@ -37,11 +37,20 @@ impl<'a> Object<'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for Object<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ObjectVisitor)
+        deserializer.deserialize_any(ObjectVisitor { read_status: true })
     }
 }
 
-struct ObjectVisitor;
+/// The object a request asks to store, for `deserialize_with`: its `status` is never looked at
+/// (only the stored object's tells whether a rollout is in progress) and is written back as
+/// the request has it, so it stays raw.
+pub fn without_status<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Object<'de>, D::Error> {
+    deserializer.deserialize_any(ObjectVisitor { read_status: false })
+}
+
+struct ObjectVisitor {
+    read_status: bool,
+}
 
 impl<'de> Visitor<'de> for ObjectVisitor {
     type Value = Object<'de>;
@@ -61,7 +70,10 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                     template = spec.template;
                     read.insert(key, spec.fields);
                 }
-                "metadata" | "status" => {
+                "metadata" => {
+                    read.insert(key, map.next_value()?);
+                }
+                "status" if self.read_status => {
                     read.insert(key, map.next_value()?);
                 }
                 _ => {

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::clock::UtcTime;
-use crate::object::Object;
+use crate::object::{self, Object};
 use crate::policy::{decide, Admission};
 use crate::response::{respond, unreadable};
 use crate::settings::Settings;
@@ -29,7 +29,7 @@ struct Request<'a> {
     sub_resource: Option<String>,
     namespace: Option<String>,
     name: Option<String>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "object::without_status")]
     object: Object<'a>,
     #[serde(borrow)]
     old_object: Object<'a>,

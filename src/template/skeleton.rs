@@ -9,7 +9,6 @@
 //! list, a structural key given twice, an escaped key) is not read: the caller compares whole
 //! trees.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -29,9 +28,8 @@ enum Place {
     },
 }
 
-/// The members a template's skeleton leaves raw, by place and key. A repeated key keeps its
-/// last value, as it does in a tree.
-type Rest<'a> = BTreeMap<(Place, &'a str), &'a RawValue>;
+/// The members a template's skeleton leaves raw, with their places and keys, in the order read.
+type Rest<'a> = Vec<(Place, &'a str, &'a RawValue)>;
 
 #[derive(Debug)]
 pub struct Skeleton<'a> {
@@ -53,7 +51,10 @@ impl<'a> Skeleton<'a> {
         .deserialize(&mut deserializer)
         .ok()?;
         deserializer.end().ok()?;
-        Some(Skeleton { tree, rest })
+        Some(Skeleton {
+            tree,
+            rest: by_place(rest),
+        })
     }
 
     /// Every member left raw is equal, as JSON, to the other's in the same place. The API
@@ -65,8 +66,26 @@ impl<'a> Skeleton<'a> {
                 .rest
                 .iter()
                 .zip(&other.rest)
-                .all(|((at_a, a), (at_b, b))| at_a == at_b && raw_equal(a, b))
+                .all(|((p, k, a), (q, l, b))| (p, k) == (q, l) && raw_equal(a, b))
     }
+}
+
+/// Sorted by place and key, a repeated key keeping its last value, as it does in a tree. (A
+/// list sorted once costs less than a map built member by member.)
+fn by_place(mut rest: Rest) -> Rest {
+    // Stable: of members with the same place and key, the last read stays last.
+    rest.sort_by(|(p, k, _), (q, l, _)| (p, k).cmp(&(q, l)));
+    let mut kept: Rest = Vec::with_capacity(rest.len());
+    for member in rest {
+        if kept
+            .last()
+            .is_some_and(|(p, k, _)| (*p, *k) == (member.0, member.1))
+        {
+            kept.pop();
+        }
+        kept.push(member);
+    }
+    kept
 }
 
 fn raw_equal(a: &RawValue, b: &RawValue) -> bool {
@@ -141,7 +160,7 @@ impl<'de, 'r> Visitor<'de> for Level<'r, 'de> {
                     read.insert(key.to_string(), value);
                 }
                 Member::Raw => {
-                    self.rest.insert((self.place, key), map.next_value()?);
+                    self.rest.push((self.place, key, map.next_value()?));
                 }
             }
         }
@@ -233,7 +252,7 @@ mod tests {
                 }
             })
         );
-        let places: Vec<_> = skeleton.rest.keys().map(|(p, k)| (*p, *k)).collect();
+        let places: Vec<_> = skeleton.rest.iter().map(|(p, k, _)| (*p, *k)).collect();
         let container = |init, index| Place::Container { init, index };
         assert_eq!(
             places,
@@ -259,6 +278,16 @@ mod tests {
         assert!(skeleton.rest_equal(&Skeleton::read(same).expect("usual shape")));
         assert!(!skeleton.rest_equal(&read(&moved)));
         assert!(!skeleton.rest_equal(&read(&other)));
+    }
+
+    #[test]
+    fn a_repeated_raw_member_keeps_its_last_value_as_a_tree_does() {
+        let repeated = r#"{"spec": {"dnsPolicy": "a", "containers": [], "dnsPolicy": "b"}}"#;
+        let skeleton = Skeleton::read(repeated).expect("usual shape");
+        let last = Skeleton::read(r#"{"spec": {"containers": [], "dnsPolicy": "b"}}"#);
+        let first = Skeleton::read(r#"{"spec": {"containers": [], "dnsPolicy": "a"}}"#);
+        assert!(skeleton.rest_equal(&last.expect("usual shape")));
+        assert!(!skeleton.rest_equal(&first.expect("usual shape")));
     }
 
     #[test]
