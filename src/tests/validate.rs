@@ -65,6 +65,10 @@ fn validate_follows_the_decision_table() {
         ("unknown pod-spec field", update(unbound(), with(bound(), |s| s["spec"]["template"]["spec"]["futureField"] = json!(true))), Plain),
         ("unknown pod-spec field while held", update(held(bound(), "+x"), with(held(bound(), "+x"), |s| s["spec"]["template"]["spec"]["futureField"] = json!(true))), Mutated("released", hold())),
         ("bind during a rollout", update(in_rollout(), with(bound(), |s| s["spec"]["replicas"] = json!(3))), Plain),
+        // Only the stored object says whether a rollout is in progress; the request's status is
+        // written back untouched (a dropped or re-emitted status would show in the patch).
+        ("bind with a rolling status in the request", update(unbound(), with(bound(), |s| s["status"] = in_rollout()["status"].clone())),
+            Mutated("held", hold())),
         ("bind with the user's own OnDelete", update(on_delete(unbound()), on_delete(bound())), Plain),
         ("bind in a maintenance window", update(unbound(), bound()).settings(settings(WINDOW_NOW)), Plain),
         ("bind outside maintenance windows", update(unbound(), bound()).settings(settings(WINDOW_LATER)), Mutated("held", hold())),
