@@ -14,7 +14,7 @@ pub const HELD_SINCE: &str = "2026-12-01T09:00:00Z";
 
 /// `e2e-tests/requests/`, where the example requests are committed.
 pub fn requests_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("requests")
+    crate::repository::root().join("e2e-tests/requests")
 }
 
 /// The committed example requests, in order.
