@@ -1,4 +1,4 @@
-//! The example requests `make demo` and the bats suite evaluate (`requests/*.json`): one app
+//! The example requests `make demo` and the bats suite evaluate (`e2e-tests/requests/*.json`): one app
 //! through a bind, a second bind, Korifi's runner writes, a rolling deploy and a scale.
 
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, up
 use restage_gate_testkit::projector::project;
 use serde_json::{json, Value};
 
-pub const HELD_SINCE: &str = "2026-12-01T09:00:00Z";
+const HELD_SINCE: &str = "2026-12-01T09:00:00Z";
 
 /// `e2e-tests/requests/`, where the example requests are committed.
 pub fn requests_dir() -> PathBuf {

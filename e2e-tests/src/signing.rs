@@ -266,8 +266,8 @@ pub fn sign(
     })
 }
 
-/// Checks that the artifact `reference` names carries a signature by the public key in
-/// `public_key`, for its current digest, the way `kwctl verify -k` does.
+/// Checks that the artifact `reference` names carries a signature by the public key in the
+/// file `public_key_path`, for its current digest, the way `kwctl verify -k` does.
 pub fn verify(
     reference: &str,
     public_key_path: &Path,

@@ -4,6 +4,10 @@
 
 use restage_gate_demo::steps::STEPS;
 use restage_gate_e2e::bundled;
+use restage_gate_e2e::host::policy_under_test;
+use restage_gate_evaluation::admission::Outcome;
+use restage_gate_evaluation::guest::Guest;
+use serde_json::json;
 
 #[test]
 fn bundled_requests_match_the_models() {
@@ -22,6 +26,21 @@ fn bundled_requests_match_the_models() {
             have == want,
             "{} is stale: run `BLESS=1 cargo test -p restage-gate-e2e --test bundled_requests`",
             path.display()
+        );
+    }
+}
+
+#[test]
+fn bundled_requests_are_decided_as_listed() {
+    for (name, decision, review) in bundled::requests() {
+        let request = &review["request"];
+        let response = policy_under_test()
+            .validate(&json!({"settings": {}, "request": request}))
+            .expect("the module answers");
+        assert_eq!(
+            Outcome::new(request, &response).decision(),
+            decision,
+            "{name}"
         );
     }
 }

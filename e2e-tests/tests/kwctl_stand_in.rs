@@ -1,5 +1,5 @@
-//! What reads kwctl's output, run against `e2e-tests/kwctl-stand-in/kwctl` (kwctl itself cannot
-//! be installed here), which writes what kwctl 1.35 writes where kwctl writes it: the bats
+//! What reads kwctl's output, run against `e2e-tests/kwctl-stand-in/kwctl` (so that it runs
+//! where kwctl is not installed), which writes what kwctl 1.35 writes where kwctl writes it: the bats
 //! suite (`make e2e-tests`) and `make demo`'s kwctl path. First, that the stand-in does.
 
 use std::path::{Path, PathBuf};

@@ -63,8 +63,9 @@ fn unchanged(kind: ChangeKind) -> Change {
 /// the skeletons hold everything `classify` compares. Only templates of another shape are
 /// compared as whole trees. `None` when a template is not valid JSON. Members left raw are
 /// checked as JSON syntax only, as the rest of the request is (`object.rs`): a number beyond a
-/// 64-bit float or an unpaired surrogate escape there, which the API server never writes,
-/// does not make the template unreadable.
+/// 64-bit float, an unpaired surrogate escape or nesting deeper than 128 levels there, which
+/// the API server never writes, does not make the template unreadable; where such a member's
+/// text differs between the templates, it counts as the owner's change (a restage).
 pub fn classify_raw(old: &RawValue, new: &RawValue, rules: &ArtefactRules) -> Option<Change> {
     if old.get() == new.get() {
         return Some(unchanged(ChangeKind::NoChange));
@@ -286,6 +287,29 @@ mod tests {
 
     fn kind(old: &Value, new: &Value) -> ChangeKind {
         classify(old, new, &ArtefactRules::default()).kind
+    }
+
+    #[test]
+    fn a_raw_member_too_deep_for_a_tree_is_read_and_counts_as_the_owners_change_where_it_differs() {
+        // Deeper than serde_json builds trees (128 levels); valid JSON all the same.
+        let deep = |leaf: u8| format!("{}{leaf}{}", "[".repeat(200), "]".repeat(200));
+        let template = |leaf: u8, env: &str| {
+            format!(
+                r#"{{"spec": {{"affinity": {}, "containers": [{{"name": "app", "env": [{env}]}}]}}}}"#,
+                deep(leaf)
+            )
+        };
+        let raw = |text: String| RawValue::from_string(text).expect("valid JSON");
+        assert!(serde_json::from_str::<Value>(&template(1, "")).is_err());
+        let rules = ArtefactRules::default();
+        let old = raw(template(1, ""));
+        let respaced = raw(template(1, " "));
+        let app_env = raw(template(1, r#"{"name": "E", "value": "1"}"#));
+        let other_leaf = raw(template(2, ""));
+        let changed = |new: &RawValue| classify_raw(&old, new, &rules).map(|c| c.kind);
+        assert_eq!(changed(&respaced), Some(ChangeKind::NoChange));
+        assert_eq!(changed(&app_env), Some(ChangeKind::Restage));
+        assert_eq!(changed(&other_leaf), Some(ChangeKind::Restage));
     }
 
     #[test]

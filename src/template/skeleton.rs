@@ -2,8 +2,8 @@
 //! (`metadata.annotations`, `spec.volumes`, and each container's `env` and `volumeMounts`)
 //! become JSON values in their places; every other member, at every level, stays the
 //! request's raw JSON. Two templates whose other members are equal compare as their skeletons
-//! do, so the members nobody reads (probes, resources, commands, affinity) are never built
-//! into trees.
+//! do, so the members nobody reads (probes, resources, commands, affinity) are built into
+//! trees only where their text differs.
 //!
 //! A template of another shape (a level that is not an object, `containers` that is not a
 //! list, a structural key given twice, an escaped key) is not read: the caller compares whole
@@ -28,7 +28,8 @@ enum Place {
     },
 }
 
-/// The members a template's skeleton leaves raw, with their places and keys, in the order read.
+/// The members a template's skeleton leaves raw, with their places and keys (sorted by place
+/// and key once read, see `by_place`).
 type Rest<'a> = Vec<(Place, &'a str, &'a RawValue)>;
 
 #[derive(Debug)]
