@@ -1,27 +1,33 @@
 //! A workload object read only as deep as the policy looks, in the one pass that reads the
-//! request. `metadata`, `status` (of the stored `oldObject` only) and every `spec` member but
-//! the pod template become JSON values; the pod template and every other member stay the
-//! request's own raw JSON. The decision reads the values; an edit changes them, and the edited
+//! request. Every `metadata` member but `managedFields`, `status` (of the stored `oldObject`
+//! only) and every `spec` member but the pod template become JSON values; the pod template,
+//! `managedFields` (server-side apply's bookkeeping, often most of the metadata, never read)
+//! and every other member stay the request's own raw JSON. The decision reads the values; an edit changes them, and the edited
 //! object is written back as the request's raw members with only the values re-emitted.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 const SPEC: &str = "spec";
 const TEMPLATE: &str = "template";
+const METADATA: &str = "metadata";
+const MANAGED_FIELDS: &str = "managedFields";
 
 #[derive(Debug, Default)]
 pub struct Object<'a> {
-    /// `metadata`, `status` (unless read `without_status`) and `spec` without its `template`,
+    /// `metadata` without its `managedFields`, `status` (unless read `without_status`) and
+    /// `spec` without its `template`,
     /// as values; `Null` when the object is absent or not a JSON object. Edits are made here.
     pub read: Value,
     /// `spec.template`, as the request has it.
     pub template: Option<&'a RawValue>,
+    /// `metadata.managedFields`, as the request has it.
+    managed_fields: Option<&'a RawValue>,
     /// Every other top-level member, raw. A repeated key keeps its last value, as it does in a
     /// tree.
     rest: BTreeMap<String, &'a RawValue>,
@@ -61,17 +67,19 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut read = Map::new();
-        let mut template = None;
+        let (mut template, mut managed_fields) = (None, None);
         let mut rest = BTreeMap::new();
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 SPEC => {
-                    let spec: Spec = map.next_value()?;
-                    template = spec.template;
+                    let spec = map.next_value_seed(Split(TEMPLATE))?;
+                    template = spec.raw;
                     read.insert(key, spec.fields);
                 }
-                "metadata" => {
-                    read.insert(key, map.next_value()?);
+                METADATA => {
+                    let metadata = map.next_value_seed(Split(MANAGED_FIELDS))?;
+                    managed_fields = metadata.raw;
+                    read.insert(key, metadata.fields);
                 }
                 "status" if self.read_status => {
                     read.insert(key, map.next_value()?);
@@ -84,6 +92,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
         Ok(Object {
             read: Value::Object(read),
             template,
+            managed_fields,
             rest,
         })
     }
@@ -120,32 +129,32 @@ impl<'de> Visitor<'de> for ObjectVisitor {
     }
 }
 
-/// `spec`: its members but the template as values (or the whole of it, when it is not an
-/// object), and the template raw.
-struct Spec<'a> {
+/// A member read as values but for one member of its own, named by the seed, kept raw: `spec`
+/// and its `template`, `metadata` and its `managedFields`. The whole of it is a value when it
+/// is not an object.
+struct Split(&'static str);
+
+struct Parts<'a> {
     fields: Value,
-    template: Option<&'a RawValue>,
+    raw: Option<&'a RawValue>,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Spec<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(SpecVisitor)
+impl Parts<'_> {
+    fn other(fields: Value) -> Self {
+        Parts { fields, raw: None }
     }
 }
 
-struct SpecVisitor;
+impl<'de> DeserializeSeed<'de> for Split {
+    type Value = Parts<'de>;
 
-impl SpecVisitor {
-    fn other<'a>(fields: Value) -> Spec<'a> {
-        Spec {
-            fields,
-            template: None,
-        }
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for SpecVisitor {
-    type Value = Spec<'de>;
+impl<'de> Visitor<'de> for Split {
+    type Value = Parts<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
@@ -153,17 +162,17 @@ impl<'de> Visitor<'de> for SpecVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut fields = Map::new();
-        let mut template = None;
+        let mut raw = None;
         while let Some(key) = map.next_key::<String>()? {
-            if key == TEMPLATE {
-                template = Some(map.next_value()?);
+            if key == self.0 {
+                raw = Some(map.next_value()?);
             } else {
                 fields.insert(key, map.next_value()?);
             }
         }
-        Ok(Spec {
+        Ok(Parts {
             fields: Value::Object(fields),
-            template,
+            raw,
         })
     }
 
@@ -172,31 +181,31 @@ impl<'de> Visitor<'de> for SpecVisitor {
         while let Some(item) = seq.next_element::<Value>()? {
             items.push(item);
         }
-        Ok(Self::other(Value::Array(items)))
+        Ok(Parts::other(Value::Array(items)))
     }
 
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Self::other(Value::Null))
+        Ok(Parts::other(Value::Null))
     }
 
     fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok(Self::other(Value::Bool(v)))
+        Ok(Parts::other(Value::Bool(v)))
     }
 
     fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(Self::other(Value::from(v)))
+        Ok(Parts::other(Value::from(v)))
     }
 
     fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(Self::other(Value::from(v)))
+        Ok(Parts::other(Value::from(v)))
     }
 
     fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(Self::other(Value::from(v)))
+        Ok(Parts::other(Value::from(v)))
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Self::other(Value::from(v)))
+        Ok(Parts::other(Value::from(v)))
     }
 }
 
@@ -211,12 +220,18 @@ impl Serialize for Edited<'_> {
         };
         let mut map = serializer.serialize_map(Some(read.len() + object.rest.len()))?;
         for (key, value) in read {
-            match value {
-                Value::Object(fields) if key == SPEC => map.serialize_entry(
+            let raw = match key.as_str() {
+                SPEC => Some((TEMPLATE, object.template)),
+                METADATA => Some((MANAGED_FIELDS, object.managed_fields)),
+                _ => None,
+            };
+            match (value, raw) {
+                (Value::Object(fields), Some((raw_key, raw))) => map.serialize_entry(
                     key,
-                    &SpecOut {
+                    &PartsOut {
                         fields,
-                        template: object.template,
+                        raw_key,
+                        raw,
                     },
                 )?,
                 _ => map.serialize_entry(key, value)?,
@@ -229,21 +244,22 @@ impl Serialize for Edited<'_> {
     }
 }
 
-/// `spec` as read (and edited), with the raw template put back.
-struct SpecOut<'o> {
+/// A `Split` member as read (and edited), with its raw member put back.
+struct PartsOut<'o> {
     fields: &'o Map<String, Value>,
-    template: Option<&'o RawValue>,
+    raw_key: &'static str,
+    raw: Option<&'o RawValue>,
 }
 
-impl Serialize for SpecOut<'_> {
+impl Serialize for PartsOut<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let len = self.fields.len() + usize::from(self.template.is_some());
+        let len = self.fields.len() + usize::from(self.raw.is_some());
         let mut map = serializer.serialize_map(Some(len))?;
         for (key, value) in self.fields {
             map.serialize_entry(key, value)?;
         }
-        if let Some(template) = self.template {
-            map.serialize_entry(TEMPLATE, template)?;
+        if let Some(raw) = self.raw {
+            map.serialize_entry(self.raw_key, raw)?;
         }
         map.end()
     }

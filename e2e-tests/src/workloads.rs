@@ -6,7 +6,9 @@ use serde_json::{json, Value};
 use restage_gate_testkit::admission::{request, validation_request};
 use restage_gate_testkit::fixtures::deployment;
 use restage_gate_testkit::hold::held;
-use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
+use restage_gate_testkit::korifi::{
+    desired, orders_db, runner_write, unbound, upsi, with_managed_fields,
+};
 use restage_gate_testkit::projector::{project, unproject, Binding};
 
 /// Whether restage-gate answers with a mutated object.
@@ -119,6 +121,13 @@ pub fn cases() -> Vec<Case> {
             "held",
             &unbound(),
             &bound,
+        ),
+        case(
+            "first bind, with managedFields",
+            Path::Mutate,
+            "held",
+            &with_managed_fields(unbound()),
+            &with_managed_fields(bound.clone()),
         ),
         case(
             "runner patch while held",

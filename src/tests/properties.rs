@@ -53,6 +53,7 @@ prop_compose! {
             Just(json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2, "partition": 0}})),
             Just(json!({"type": "RollingUpdate"})),
         ],
+        managed in any::<bool>(),
     ) -> Value {
         let to_containers = |list: Vec<ContainerSpec>, prefix: &str| -> Vec<Value> {
             list.into_iter().enumerate().map(|(i, (n, e, img))| container(format!("{prefix}{i}-{n}"), e, img)).collect()
@@ -65,12 +66,19 @@ prop_compose! {
             let v: Vec<Value> = volumes.iter().enumerate().map(|(i, n)| json!({"name": format!("v{i}-{n}"), "emptyDir": {}})).collect();
             spec["volumes"] = json!(v);
         }
-        json!({
+        let mut app = json!({
             "apiVersion": "apps/v1", "kind": "StatefulSet",
             "metadata": {"name": "app", "namespace": "space", "generation": 1, "labels": {"app": "x"}},
             "spec": {"replicas": replicas, "updateStrategy": strategy,
                 "template": {"metadata": {"annotations": annotations}, "spec": spec}},
-        })
+        });
+        // As the API server sends it: the policy keeps it raw and must write it back as it was.
+        if managed {
+            app["metadata"]["managedFields"] = json!([{"manager": "korifi-controllers",
+                "operation": "Update", "apiVersion": "apps/v1", "time": "2026-12-01T09:00:00Z",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}, "f:template": {}}}}]);
+        }
+        app
     }
 }
 

@@ -64,3 +64,65 @@ pub fn desired(version: u32, replicas: u32) -> Value {
     sts["spec"]["replicas"] = json!(replicas);
     sts
 }
+
+/// `sts` with the `metadata.managedFields` the API server keeps and sends with it: Korifi's
+/// controller owning the metadata and spec it wrote (in server-side apply's `fieldsV1` form)
+/// and the StatefulSet controller owning the status. Often the largest part of the metadata.
+pub fn with_managed_fields(mut sts: Value) -> Value {
+    let entry = |manager: &str, subresource: Option<&str>, fields: Value| {
+        let mut entry = json!({"manager": manager, "operation": "Update",
+            "apiVersion": "apps/v1", "time": "2026-12-01T09:00:00Z",
+            "fieldsType": "FieldsV1", "fieldsV1": fields});
+        if let Some(subresource) = subresource {
+            entry["subresource"] = json!(subresource);
+        }
+        entry
+    };
+    let owned = json!({
+        "f:metadata": {
+            "f:labels": fields_v1(&sts["metadata"]["labels"]),
+            "f:annotations": fields_v1(&sts["metadata"]["annotations"]),
+            "f:ownerReferences": fields_v1(&sts["metadata"]["ownerReferences"]),
+        },
+        "f:spec": fields_v1(&sts["spec"]),
+    });
+    let status = json!({"f:status": {"f:availableReplicas": {}, "f:currentReplicas": {},
+        "f:currentRevision": {}, "f:observedGeneration": {}, "f:readyReplicas": {},
+        "f:replicas": {}, "f:updateRevision": {}, "f:updatedReplicas": {}}});
+    sts["metadata"]["managedFields"] = json!([
+        entry("korifi-controllers", None, owned),
+        entry("kube-controller-manager", Some("status"), status),
+    ]);
+    sts
+}
+
+/// The `fieldsV1` set of the fields `value` sets: `f:` for an object's members, `k:` for a
+/// list item keyed by its name (or uid), `v:` for a list of plain values.
+fn fields_v1(value: &Value) -> Value {
+    match value {
+        Value::Object(members) => members
+            .iter()
+            .map(|(k, v)| (format!("f:{k}"), fields_v1(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                let key = match ["name", "uid", "containerPort"]
+                    .iter()
+                    .find_map(|k| Some((*k, item.get(*k)?)))
+                {
+                    Some((k, v)) => format!("k:{}", json!({ k: v })),
+                    None => format!("v:{item}"),
+                };
+                let mut fields = fields_v1(item);
+                if let Value::Object(members) = &mut fields {
+                    members.insert(".".into(), json!({}));
+                }
+                (key, fields)
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        _ => json!({}),
+    }
+}
