@@ -2,8 +2,9 @@
 //! request. Every `metadata` member but `managedFields`, `status` (of the stored `oldObject`
 //! only) and every `spec` member but the pod template become JSON values; the pod template,
 //! `managedFields` (server-side apply's bookkeeping, often most of the metadata, never read)
-//! and every other member stay the request's own raw JSON. The decision reads the values; an edit changes them, and the edited
-//! object is written back as the request's raw members with only the values re-emitted.
+//! and every other member stay the request's own raw JSON. The decision reads the values; an
+//! edit changes them, and the edited object is written back as the request's raw members with
+//! only the values re-emitted.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,16 +25,20 @@ pub struct Object<'a> {
     /// `spec` without its `template`,
     /// as values; `Null` when the object is absent or not a JSON object. Edits are made here.
     pub read: Value,
-    /// `spec.template`, as the request has it.
-    pub template: Option<&'a RawValue>,
-    /// `metadata.managedFields`, as the request has it.
-    managed_fields: Option<&'a RawValue>,
+    /// The members `kept_raw` names (`spec.template`, `metadata.managedFields`), as the
+    /// request has them, by name.
+    kept: BTreeMap<&'static str, &'a RawValue>,
     /// Every other top-level member, raw. A repeated key keeps its last value, as it does in a
     /// tree.
     rest: BTreeMap<String, &'a RawValue>,
 }
 
 impl<'a> Object<'a> {
+    /// `spec.template`, as the request has it.
+    pub fn template(&self) -> Option<&'a RawValue> {
+        self.kept.get(TEMPLATE).copied()
+    }
+
     /// The object with the edits made to `read`, as JSON that serialises without building a
     /// tree of the members nobody read.
     pub fn edited(&self) -> Edited<'_> {
@@ -67,20 +72,20 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut read = Map::new();
-        let (mut template, mut managed_fields) = (None, None);
+        let mut kept = BTreeMap::new();
         let mut rest = BTreeMap::new();
         while let Some(key) = map.next_key::<String>()? {
+            if let Some(member) = kept_raw(&key) {
+                let parts = map.next_value_seed(Split(member))?;
+                // A repeated key keeps its last value, raw member included, as a tree does.
+                match parts.raw {
+                    Some(raw) => kept.insert(member, raw),
+                    None => kept.remove(member),
+                };
+                read.insert(key, parts.fields);
+                continue;
+            }
             match key.as_str() {
-                SPEC => {
-                    let spec = map.next_value_seed(Split(TEMPLATE))?;
-                    template = spec.raw;
-                    read.insert(key, spec.fields);
-                }
-                METADATA => {
-                    let metadata = map.next_value_seed(Split(MANAGED_FIELDS))?;
-                    managed_fields = metadata.raw;
-                    read.insert(key, metadata.fields);
-                }
                 "status" if self.read_status => {
                     read.insert(key, map.next_value()?);
                 }
@@ -91,8 +96,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
         }
         Ok(Object {
             read: Value::Object(read),
-            template,
-            managed_fields,
+            kept,
             rest,
         })
     }
@@ -129,9 +133,18 @@ impl<'de> Visitor<'de> for ObjectVisitor {
     }
 }
 
-/// A member read as values but for one member of its own, named by the seed, kept raw: `spec`
-/// and its `template`, `metadata` and its `managedFields`. The whole of it is a value when it
-/// is not an object.
+/// The member of a top-level member that is kept raw: the pod template (compared as text
+/// first, and only then read as a skeleton) and `managedFields` (never read).
+fn kept_raw(key: &str) -> Option<&'static str> {
+    match key {
+        SPEC => Some(TEMPLATE),
+        METADATA => Some(MANAGED_FIELDS),
+        _ => None,
+    }
+}
+
+/// A member read as values but for the member of its own that `kept_raw` names. The whole of
+/// it is a value when it is not an object.
 struct Split(&'static str);
 
 struct Parts<'a> {
@@ -220,18 +233,13 @@ impl Serialize for Edited<'_> {
         };
         let mut map = serializer.serialize_map(Some(read.len() + object.rest.len()))?;
         for (key, value) in read {
-            let raw = match key.as_str() {
-                SPEC => Some((TEMPLATE, object.template)),
-                METADATA => Some((MANAGED_FIELDS, object.managed_fields)),
-                _ => None,
-            };
-            match (value, raw) {
-                (Value::Object(fields), Some((raw_key, raw))) => map.serialize_entry(
+            match (value, kept_raw(key)) {
+                (Value::Object(fields), Some(member)) => map.serialize_entry(
                     key,
                     &PartsOut {
                         fields,
-                        raw_key,
-                        raw,
+                        member,
+                        raw: object.kept.get(member).copied(),
                     },
                 )?,
                 _ => map.serialize_entry(key, value)?,
@@ -247,7 +255,7 @@ impl Serialize for Edited<'_> {
 /// A `Split` member as read (and edited), with its raw member put back.
 struct PartsOut<'o> {
     fields: &'o Map<String, Value>,
-    raw_key: &'static str,
+    member: &'static str,
     raw: Option<&'o RawValue>,
 }
 
@@ -259,7 +267,7 @@ impl Serialize for PartsOut<'_> {
             map.serialize_entry(key, value)?;
         }
         if let Some(raw) = self.raw {
-            map.serialize_entry(self.raw_key, raw)?;
+            map.serialize_entry(self.member, raw)?;
         }
         map.end()
     }

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use restage_gate_testkit::admission::{request, validation_request};
 use restage_gate_testkit::hold::{held_remembering, is_marker};
+use restage_gate_testkit::korifi::with_managed_fields;
 use restage_gate_testkit::projector::{project, unproject, Binding};
 
 use super::{changed_paths, EARLIER, NOW};
@@ -74,9 +75,7 @@ prop_compose! {
         });
         // As the API server sends it: the policy keeps it raw and must write it back as it was.
         if managed {
-            app["metadata"]["managedFields"] = json!([{"manager": "korifi-controllers",
-                "operation": "Update", "apiVersion": "apps/v1", "time": "2026-12-01T09:00:00Z",
-                "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}, "f:template": {}}}}]);
+            app = with_managed_fields(app);
         }
         app
     }
@@ -204,8 +203,8 @@ fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
             name: "app",
             object: &object.read,
             old_object: &old_object.read,
-            template: object.template,
-            old_template: old_object.template,
+            template: object.template(),
+            old_template: old_object.template(),
         },
         &Settings::from_value(&json!({})).expect("default settings"),
         NOW,
