@@ -3,27 +3,65 @@
 
 use serde_json::{Map, Value};
 
+/// What reading a JSON tree needs: a `serde_json::Value`, or a pod template read only as deep
+/// as binding recognition looks (`template::tree::Node`). Equality is equality as JSON.
+pub trait Tree: PartialEq + Sized {
+    /// A member of an object.
+    fn get(&self, key: &str) -> Option<&Self>;
+    fn as_str(&self) -> Option<&str>;
+    fn as_list(&self) -> Option<&[Self]>;
+    fn is_object(&self) -> bool;
+    fn is_null(&self) -> bool;
+    /// An object's members in key order, each key once; nothing for anything else.
+    fn members(&self) -> impl Iterator<Item = (&str, &Self)>;
+}
+
+impl Tree for Value {
+    fn get(&self, key: &str) -> Option<&Self> {
+        self.as_object()?.get(key)
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        Value::as_str(self)
+    }
+
+    fn as_list(&self) -> Option<&[Self]> {
+        self.as_array().map(Vec::as_slice)
+    }
+
+    fn is_object(&self) -> bool {
+        Value::is_object(self)
+    }
+
+    fn is_null(&self) -> bool {
+        Value::is_null(self)
+    }
+
+    fn members(&self) -> impl Iterator<Item = (&str, &Self)> {
+        self.as_object()
+            .into_iter()
+            .flat_map(|m| m.iter().map(|(k, v)| (k.as_str(), v)))
+    }
+}
+
 /// The value at a path of object keys. `Value::pointer` would allocate for every segment, on
 /// the hot path of every request.
-pub fn at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
+pub fn at<'a, T: Tree>(value: &'a T, path: &[&str]) -> Option<&'a T> {
     path.iter().try_fold(value, |v, key| v.get(key))
 }
 
 /// The string at a path of object keys.
-pub fn text_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
-    at(value, path).and_then(Value::as_str)
+pub fn text_at<'a, T: Tree>(value: &'a T, path: &[&str]) -> Option<&'a str> {
+    at(value, path).and_then(T::as_str)
 }
 
 /// The elements of a JSON list; anything else (absent, null, garbage) has none.
-pub fn items(v: Option<&Value>) -> std::slice::Iter<'_, Value> {
-    match v {
-        Some(Value::Array(list)) => list.iter(),
-        _ => [].iter(),
-    }
+pub fn items<T: Tree>(v: Option<&T>) -> std::slice::Iter<'_, T> {
+    v.and_then(T::as_list).unwrap_or_default().iter()
 }
 
 /// `name` of a list element (a volume, a mount, an env var, a container).
-pub fn name_of(v: &Value) -> Option<&str> {
+pub fn name_of<T: Tree>(v: &T) -> Option<&str> {
     v.get("name")?.as_str()
 }
 

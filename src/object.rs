@@ -1,10 +1,11 @@
 //! A workload object read only as deep as the policy looks, in the one pass that reads the
 //! request. Every `metadata` member but `managedFields`, `status` (of the stored `oldObject`
-//! only) and every `spec` member but the pod template become JSON values; the pod template,
-//! `managedFields` (server-side apply's bookkeeping, often most of the metadata, never read)
-//! and every other member stay the request's own raw JSON. The decision reads the values; an
-//! edit changes them, and the edited object is written back as the request's raw members with
-//! only the values re-emitted.
+//! only) and every `spec` member but the pod template become JSON values; the pod template is
+//! read only as deep as binding recognition looks (`template/tree.rs`); `managedFields`
+//! (server-side apply's bookkeeping, often most of the metadata, never read) and every other
+//! member stay the request's own raw JSON. The decision reads the values; an edit changes
+//! them, and the edited object is written back as the request's raw members with only the
+//! values re-emitted.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,6 +14,8 @@ use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use crate::template::tree::{Node, TEMPLATE_SEED};
 
 const SPEC: &str = "spec";
 const TEMPLATE: &str = "template";
@@ -25,18 +28,17 @@ pub struct Object<'a> {
     /// `spec` without its `template`,
     /// as values; `Null` when the object is absent or not a JSON object. Edits are made here.
     pub read: Value,
-    /// The members `kept_raw` names (`spec.template`, `metadata.managedFields`), as the
-    /// request has them, by name.
-    kept: BTreeMap<&'static str, &'a RawValue>,
+    /// The members `kept_apart` names (`spec.template`, `metadata.managedFields`), by name.
+    kept: BTreeMap<&'static str, Node<'a>>,
     /// Every other top-level member, raw. A repeated key keeps its last value, as it does in a
     /// tree.
     rest: BTreeMap<String, &'a RawValue>,
 }
 
 impl<'a> Object<'a> {
-    /// `spec.template`, as the request has it.
-    pub fn template(&self) -> Option<&'a RawValue> {
-        self.kept.get(TEMPLATE).copied()
+    /// `spec.template`, read as far as binding recognition looks.
+    pub fn template(&self) -> Option<&Node<'a>> {
+        self.kept.get(TEMPLATE)
     }
 
     /// The object with the edits made to `read`, as JSON that serialises without building a
@@ -75,11 +77,11 @@ impl<'de> Visitor<'de> for ObjectVisitor {
         let mut kept = BTreeMap::new();
         let mut rest = BTreeMap::new();
         while let Some(key) = map.next_key::<String>()? {
-            if let Some(member) = kept_raw(&key) {
+            if let Some(member) = kept_apart(&key) {
                 let parts = map.next_value_seed(Split(member))?;
                 // A repeated key keeps its last value, raw member included, as a tree does.
-                match parts.raw {
-                    Some(raw) => kept.insert(member, raw),
+                match parts.apart {
+                    Some(node) => kept.insert(member, node),
                     None => kept.remove(member),
                 };
                 read.insert(key, parts.fields);
@@ -133,9 +135,9 @@ impl<'de> Visitor<'de> for ObjectVisitor {
     }
 }
 
-/// The member of a top-level member that is kept raw: the pod template (compared as text
-/// first, and only then read as a skeleton) and `managedFields` (never read).
-fn kept_raw(key: &str) -> Option<&'static str> {
+/// The member of a top-level member that is read apart: the pod template (read as far as
+/// binding recognition looks) and `managedFields` (never read, kept raw).
+fn kept_apart(key: &str) -> Option<&'static str> {
     match key {
         SPEC => Some(TEMPLATE),
         METADATA => Some(MANAGED_FIELDS),
@@ -143,18 +145,21 @@ fn kept_raw(key: &str) -> Option<&'static str> {
     }
 }
 
-/// A member read as values but for the member of its own that `kept_raw` names. The whole of
+/// A member read as values but for the member of its own that `kept_apart` names. The whole of
 /// it is a value when it is not an object.
 struct Split(&'static str);
 
 struct Parts<'a> {
     fields: Value,
-    raw: Option<&'a RawValue>,
+    apart: Option<Node<'a>>,
 }
 
 impl Parts<'_> {
     fn other(fields: Value) -> Self {
-        Parts { fields, raw: None }
+        Parts {
+            fields,
+            apart: None,
+        }
     }
 }
 
@@ -175,17 +180,19 @@ impl<'de> Visitor<'de> for Split {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut fields = Map::new();
-        let mut raw = None;
+        let mut apart = None;
         while let Some(key) = map.next_key::<String>()? {
-            if key == self.0 {
-                raw = Some(map.next_value()?);
-            } else {
+            if key != self.0 {
                 fields.insert(key, map.next_value()?);
+            } else if key == TEMPLATE {
+                apart = Some(map.next_value_seed(TEMPLATE_SEED)?);
+            } else {
+                apart = Some(Node::Raw(map.next_value()?));
             }
         }
         Ok(Parts {
             fields: Value::Object(fields),
-            raw,
+            apart,
         })
     }
 
@@ -233,13 +240,13 @@ impl Serialize for Edited<'_> {
         };
         let mut map = serializer.serialize_map(Some(read.len() + object.rest.len()))?;
         for (key, value) in read {
-            match (value, kept_raw(key)) {
+            match (value, kept_apart(key)) {
                 (Value::Object(fields), Some(member)) => map.serialize_entry(
                     key,
                     &PartsOut {
                         fields,
                         member,
-                        raw: object.kept.get(member).copied(),
+                        apart: object.kept.get(member),
                     },
                 )?,
                 _ => map.serialize_entry(key, value)?,
@@ -252,22 +259,22 @@ impl Serialize for Edited<'_> {
     }
 }
 
-/// A `Split` member as read (and edited), with its raw member put back.
+/// A `Split` member as read (and edited), with its member read apart put back.
 struct PartsOut<'o> {
     fields: &'o Map<String, Value>,
     member: &'static str,
-    raw: Option<&'o RawValue>,
+    apart: Option<&'o Node<'o>>,
 }
 
 impl Serialize for PartsOut<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let len = self.fields.len() + usize::from(self.raw.is_some());
+        let len = self.fields.len() + usize::from(self.apart.is_some());
         let mut map = serializer.serialize_map(Some(len))?;
         for (key, value) in self.fields {
             map.serialize_entry(key, value)?;
         }
-        if let Some(raw) = self.raw {
-            map.serialize_entry(self.member, raw)?;
+        if let Some(apart) = self.apart {
+            map.serialize_entry(self.member, apart)?;
         }
         map.end()
     }

@@ -1,20 +1,21 @@
 //! The decision table, as a pure function of the request, the settings and the time.
 //! `response.rs` turns its result into an admission response.
 
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::clock::UtcTime;
-use crate::json::{at, text_at};
+use crate::json::{at, text_at, Tree};
 use crate::markers::{self, Hold};
 use crate::pending;
 use crate::settings::{Mode, Settings};
-use crate::template::classify::{classify_raw, Change, ChangeKind};
+use crate::template::classify::{classify, Change, ChangeKind};
+use crate::template::tree::Node;
 use crate::window::Window;
 use crate::workload::{self, Workload};
 
 /// The parts of an admission request the decision reads. The objects are read without their
-/// pod templates (`object.rs`); the templates stay raw JSON, parsed only when they differ.
+/// pod templates (`object.rs`); the templates are read only as deep as binding recognition
+/// looks (`template/tree.rs`).
 #[derive(Debug, Clone, Copy)]
 pub struct Admission<'a> {
     pub operation: &'a str,
@@ -25,8 +26,8 @@ pub struct Admission<'a> {
     pub name: &'a str,
     pub object: &'a Value,
     pub old_object: &'a Value,
-    pub template: Option<&'a RawValue>,
-    pub old_template: Option<&'a RawValue>,
+    pub template: Option<&'a Node<'a>>,
+    pub old_template: Option<&'a Node<'a>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -76,16 +77,14 @@ pub fn decide<'a>(request: &Admission<'a>, settings: &Settings, now: UtcTime) ->
     if being_deleted(object) || being_deleted(old) {
         return Decision::Accept;
     }
-    let template = |t: Option<&'a RawValue>| t.filter(|t| t.get().starts_with('{'));
+    let template = |t: Option<&'a Node<'a>>| t.filter(|t| t.is_object());
     let (Some(old_template), Some(new_template)) =
         (template(request.old_template), template(request.template))
     else {
         return Decision::Unreadable("spec.template is missing or not an object".into());
     };
 
-    let Some(mut change) = classify_raw(old_template, new_template, &settings.artefacts) else {
-        return Decision::Unreadable("the payload is not a ValidationRequest".into());
-    };
+    let mut change = classify(old_template, new_template, &settings.artefacts);
     let held = markers::is_held(old);
     // A held workload whose request dropped the markers was overwritten by a controller: the
     // projector restores the live bindings in the same request, so nothing was unbound.

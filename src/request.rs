@@ -49,10 +49,12 @@ fn text(s: &Option<String>) -> &str {
 /// The whole evaluation of one request at `now`: read, decide, respond. The answer's bytes, as
 /// `validate` returns them.
 pub fn answer(payload: &[u8], now: UtcTime) -> Vec<u8> {
+    // JSON text is UTF-8: checked once here, strings are then read without a check each.
+    let json = std::str::from_utf8(payload).map_err(|_| ());
     let Ok(Payload {
         settings,
         request: r,
-    }) = serde_json::from_slice::<Payload>(payload)
+    }) = json.and_then(|t| serde_json::from_str::<Payload>(t).map_err(|_| ()))
     else {
         return unreadable("the payload is not a ValidationRequest").to_bytes();
     };

@@ -5,9 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Map, Value};
-
-use crate::json::{at, items, name_of};
+use crate::json::{at, items, name_of, Tree};
 
 /// Volumes projected by servicebinding/runtime: `servicebinding-<ServiceBinding uid>`.
 pub const SERVICEBINDING_VOLUME_PREFIX: &str = "servicebinding-";
@@ -38,7 +36,7 @@ pub struct ArtefactRules {
 
 impl ArtefactRules {
     /// A pod volume (`spec.volumes[*]`) projected for a binding.
-    pub fn is_binding_volume(&self, volume: &Value) -> bool {
+    pub fn is_binding_volume<T: Tree>(&self, volume: &T) -> bool {
         let Some(name) = name_of(volume) else {
             return false;
         };
@@ -48,7 +46,7 @@ impl ArtefactRules {
             || name
                 .strip_prefix(VMWARE_VOLUME_PREFIX)
                 .is_some_and(is_sha1_hex);
-        (built_in && volume.get("projected").is_some_and(Value::is_object))
+        (built_in && volume.get("projected").is_some_and(T::is_object))
             || starts_with_any(name, &self.extra_volume_prefixes)
     }
 
@@ -97,10 +95,10 @@ fn is_lower_hex(b: u8) -> bool {
 
 /// `{"name": "SERVICE_BINDING_ROOT", "value": "/bindings"}` and nothing else: what the
 /// projector appends. An app that declares its own root keeps it, and changing it is a restage.
-fn is_projector_root(env: &Map<String, Value>) -> bool {
-    env.len() == 2
-        && env.get("name").and_then(Value::as_str) == Some(SERVICE_BINDING_ROOT)
-        && env.get("value").and_then(Value::as_str) == Some(DEFAULT_ROOT)
+fn is_projector_root<T: Tree>(env: &T) -> bool {
+    env.members().count() == 2
+        && name_of(env) == Some(SERVICE_BINDING_ROOT)
+        && env.get("value").and_then(T::as_str) == Some(DEFAULT_ROOT)
 }
 
 /// The recognisers applied to one pair of templates. Binding volumes and binding secrets are
@@ -117,13 +115,13 @@ pub struct Artefacts<'a> {
 }
 
 impl<'a> Artefacts<'a> {
-    pub fn for_templates(rules: &'a ArtefactRules, templates: &[&'a Value]) -> Self {
+    pub fn for_templates<T: Tree>(rules: &'a ArtefactRules, templates: &[&'a T]) -> Self {
         let mut artefacts = Artefacts {
             rules,
             volumes: BTreeSet::new(),
             secrets: BTreeSet::new(),
         };
-        for template in templates {
+        for &template in templates {
             artefacts.secrets.extend(annotated_secrets(rules, template));
             for volume in binding_volumes(rules, template) {
                 artefacts.volumes.extend(name_of(volume));
@@ -138,21 +136,21 @@ impl<'a> Artefacts<'a> {
     }
 
     /// A pod volume (`spec.volumes[*]`) projected for a binding.
-    pub fn is_volume(&self, volume: &Value) -> bool {
+    pub fn is_volume<T: Tree>(&self, volume: &T) -> bool {
         self.rules.is_binding_volume(volume)
     }
 
     /// A container volumeMount of a binding volume: mounts follow their volume.
-    pub fn is_mount(&self, mount: &Value) -> bool {
+    pub fn is_mount<T: Tree>(&self, mount: &T) -> bool {
         name_of(mount).is_some_and(|n| self.rules.may_name_volume(n) && self.volumes.contains(n))
     }
 
     /// The projector's `SERVICE_BINDING_ROOT`, or an env var mapped from a binding secret or a
     /// projector annotation.
-    pub fn is_env(&self, env: &Value) -> bool {
-        let Some(env) = env.as_object() else {
+    pub fn is_env<T: Tree>(&self, env: &T) -> bool {
+        if !env.is_object() {
             return false;
-        };
+        }
         if is_projector_root(env) {
             return true;
         }
@@ -160,20 +158,19 @@ impl<'a> Artefacts<'a> {
             return false;
         };
         let secret = at(from, &["secretKeyRef", "name"])
-            .and_then(Value::as_str)
+            .and_then(T::as_str)
             .is_some_and(|s| self.secrets.contains(s));
         let field = at(from, &["fieldRef", "fieldPath"])
-            .and_then(Value::as_str)
+            .and_then(T::as_str)
             .and_then(annotation_in_field_path)
             .is_some_and(|key| self.is_annotation(key));
         secret || field
     }
 
     /// Whether a template carries any binding artefact at all.
-    pub fn present_in(&self, template: &Value) -> bool {
+    pub fn present_in<T: Tree>(&self, template: &T) -> bool {
         let annotations = at(template, &["metadata", "annotations"])
-            .and_then(Value::as_object)
-            .is_some_and(|a| a.keys().any(|k| self.is_annotation(k)));
+            .is_some_and(|a| a.members().any(|(k, _)| self.is_annotation(k)));
         annotations
             || items(at(template, &["spec", "volumes"])).any(|v| self.is_volume(v))
             || containers(template).any(|c| {
@@ -183,20 +180,20 @@ impl<'a> Artefacts<'a> {
     }
 
     /// Whether any container of the template has the projector's `SERVICE_BINDING_ROOT`.
-    pub fn has_projector_root(&self, template: &Value) -> bool {
+    pub fn has_projector_root<T: Tree>(&self, template: &T) -> bool {
         containers(template)
             .flat_map(|c| items(c.get("env")))
-            .filter_map(Value::as_object)
+            .filter(|e| e.is_object())
             .any(is_projector_root)
     }
 
     /// The binding secrets a template projects: a pod created from it needs every one.
-    pub fn secrets_in(&self, template: &'a Value) -> BTreeSet<&'a str> {
+    pub fn secrets_in<T: Tree>(&self, template: &'a T) -> BTreeSet<&'a str> {
         let mut secrets: BTreeSet<&str> = annotated_secrets(self.rules, template).collect();
         secrets.extend(binding_volumes(self.rules, template).flat_map(projected_secrets));
         let env_secrets = containers(template)
             .flat_map(|c| items(c.get("env")))
-            .filter(|e| self.is_env(e))
+            .filter(|e| self.is_env(*e))
             .filter_map(|e| at(e, &["valueFrom", "secretKeyRef", "name"])?.as_str());
         secrets.extend(env_secrets);
         secrets
@@ -205,8 +202,8 @@ impl<'a> Artefacts<'a> {
     /// The bindings projected into a template, by binding name: the mount path relative to the
     /// `SERVICE_BINDING_ROOT` of the first container (init containers first) that mounts the
     /// binding volume, or the volume name when no container mounts it.
-    pub fn bindings(&self, template: &'a Value) -> BTreeMap<String, &'a Value> {
-        let volumes: Vec<(&str, &Value)> = binding_volumes(self.rules, template)
+    pub fn bindings<T: Tree>(&self, template: &'a T) -> BTreeMap<String, &'a T> {
+        let volumes: Vec<(&str, &T)> = binding_volumes(self.rules, template)
             .filter_map(|v| Some((name_of(v)?, v)))
             .collect();
         let mut mounted_as: BTreeMap<&str, Option<&str>> =
@@ -239,21 +236,20 @@ impl<'a> Artefacts<'a> {
     }
 }
 
-fn binding_volumes<'a>(
+fn binding_volumes<'a, T: Tree>(
     rules: &'a ArtefactRules,
-    template: &'a Value,
-) -> impl Iterator<Item = &'a Value> {
-    items(at(template, &["spec", "volumes"])).filter(|v| rules.is_binding_volume(v))
+    template: &'a T,
+) -> impl Iterator<Item = &'a T> {
+    items(at(template, &["spec", "volumes"])).filter(|v| rules.is_binding_volume(*v))
 }
 
-fn annotated_secrets<'a>(
+fn annotated_secrets<'a, T: Tree>(
     rules: &'a ArtefactRules,
-    template: &'a Value,
+    template: &'a T,
 ) -> impl Iterator<Item = &'a str> {
     at(template, &["metadata", "annotations"])
-        .and_then(Value::as_object)
         .into_iter()
-        .flat_map(|annotations| annotations.iter())
+        .flat_map(|annotations| annotations.members())
         .filter(|(key, _)| {
             key.starts_with(PROJECTOR_SECRET_ANNOTATION_PREFIX) && rules.is_binding_annotation(key)
         })
@@ -261,21 +257,21 @@ fn annotated_secrets<'a>(
 }
 
 /// The secrets a projected volume reads.
-fn projected_secrets(volume: &Value) -> impl Iterator<Item = &str> {
+fn projected_secrets<T: Tree>(volume: &T) -> impl Iterator<Item = &str> {
     items(at(volume, &["projected", "sources"]))
         .filter_map(|source| at(source, &["secret", "name"])?.as_str())
 }
 
 /// The root a container declares as a plain value, the projector's or the app's own.
-fn own_root(container: &Value) -> Option<&str> {
+fn own_root<T: Tree>(container: &T) -> Option<&str> {
     items(container.get("env"))
-        .find(|e| name_of(e) == Some(SERVICE_BINDING_ROOT))
+        .find(|e| name_of(*e) == Some(SERVICE_BINDING_ROOT))
         .and_then(|e| e.get("value")?.as_str())
 }
 
 /// `$SERVICE_BINDING_ROOT/orders-db` → `orders-db`; without a readable root, the last path
 /// segment.
-fn binding_name<'a>(mount: &'a Value, root: Option<&str>) -> Option<&'a str> {
+fn binding_name<'a, T: Tree>(mount: &'a T, root: Option<&str>) -> Option<&'a str> {
     let path = mount.get("mountPath")?.as_str()?;
     let under_root = root
         .map(|r| r.trim_end_matches('/'))
@@ -297,7 +293,7 @@ fn annotation_in_field_path(path: &str) -> Option<&str> {
 }
 
 /// Containers and init containers: the projector binds both.
-pub fn containers(template: &Value) -> impl Iterator<Item = &Value> {
+pub fn containers<T: Tree>(template: &T) -> impl Iterator<Item = &T> {
     items(at(template, &["spec", "initContainers"]))
         .chain(items(at(template, &["spec", "containers"])))
 }
@@ -305,7 +301,7 @@ pub fn containers(template: &Value) -> impl Iterator<Item = &Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     const UID: &str = "3f9c2b7e-1d4a-4e8b-9c6f-0a1b2c3d4e5f";
 
@@ -445,7 +441,7 @@ mod tests {
     #[test]
     fn only_the_projectors_exact_root_is_an_artefact() {
         let rules = ArtefactRules::default();
-        let artefacts = Artefacts::for_templates(&rules, &[]);
+        let artefacts = Artefacts::for_templates::<Value>(&rules, &[]);
         let cases = [
             (
                 json!({"name": "SERVICE_BINDING_ROOT", "value": "/bindings"}),

@@ -1,15 +1,13 @@
 //! Template classification: compare `oldObject.spec.template` with `object.spec.template` as
-//! raw JSON, with binding artefacts left out of both.
+//! JSON, with binding artefacts left out of both.
 //!
 //! The comparison walks both templates side by side instead of building stripped copies, so
-//! every field the policy does not know still takes part (as raw JSON) and nothing is cloned.
+//! every field the policy does not know still takes part (as JSON) and nothing is cloned. It
+//! reads any `Tree`: the templates as a request is read (`tree.rs`, members recognition never
+//! reads left raw), or whole `serde_json` values (tests, tools).
 
-use serde_json::value::RawValue;
-use serde_json::{Map, Value};
-
-use crate::json::items;
+use crate::json::{items, Tree};
 use crate::template::artefacts::{ArtefactRules, Artefacts};
-use crate::template::skeleton::Skeleton;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeKind {
@@ -57,30 +55,7 @@ fn unchanged(kind: ChangeKind) -> Change {
     }
 }
 
-/// `classify` on two templates as the request's raw JSON, with the same answer. The API server
-/// writes both the same way, so equal text is the common case and needs no parse. Different
-/// text is read as skeletons: a member outside them that differs is a restage, and otherwise
-/// the skeletons hold everything `classify` compares. Only templates of another shape are
-/// compared as whole trees. `None` when a template is not valid JSON. Members left raw are
-/// checked as JSON syntax only, as the rest of the request is (`object.rs`): a number beyond a
-/// 64-bit float, an unpaired surrogate escape or nesting deeper than 128 levels there, which
-/// the API server never writes, does not make the template unreadable; where such a member's
-/// text differs between the templates, it counts as the owner's change (a restage).
-pub fn classify_raw(old: &RawValue, new: &RawValue, rules: &ArtefactRules) -> Option<Change> {
-    if old.get() == new.get() {
-        return Some(unchanged(ChangeKind::NoChange));
-    }
-    if let (Some(old), Some(new)) = (Skeleton::read(old.get()), Skeleton::read(new.get())) {
-        if !old.rest_equal(&new) {
-            return Some(unchanged(ChangeKind::Restage));
-        }
-        return Some(classify(&old.tree, &new.tree, rules));
-    }
-    let parse = |t: &RawValue| serde_json::from_str::<Value>(t.get()).ok();
-    Some(classify(&parse(old)?, &parse(new)?, rules))
-}
-
-pub fn classify(old: &Value, new: &Value, rules: &ArtefactRules) -> Change {
+pub fn classify<T: Tree>(old: &T, new: &T, rules: &ArtefactRules) -> Change {
     if old == new {
         return unchanged(ChangeKind::NoChange);
     }
@@ -108,7 +83,7 @@ pub fn classify(old: &Value, new: &Value, rules: &ArtefactRules) -> Change {
     }
 }
 
-fn delta(old: &Value, new: &Value, artefacts: &Artefacts) -> BindingDelta {
+fn delta<T: Tree>(old: &T, new: &T, artefacts: &Artefacts) -> BindingDelta {
     let before = artefacts.bindings(old);
     let after = artefacts.bindings(new);
     let mut delta = BindingDelta {
@@ -136,13 +111,13 @@ fn delta(old: &Value, new: &Value, artefacts: &Artefacts) -> BindingDelta {
     delta
 }
 
-fn templates_equal(a: &Value, b: &Value, art: &Artefacts) -> bool {
+fn templates_equal<T: Tree>(a: &T, b: &T, art: &Artefacts) -> bool {
     fields_equal(a, b, &["metadata", "spec"])
         && metadata_equal(a.get("metadata"), b.get("metadata"), art)
         && pod_spec_equal(a.get("spec"), b.get("spec"), art)
 }
 
-fn metadata_equal(a: Option<&Value>, b: Option<&Value>, art: &Artefacts) -> bool {
+fn metadata_equal<T: Tree>(a: Option<&T>, b: Option<&T>, art: &Artefacts) -> bool {
     with_objects(a, b, |a, b| {
         fields_equal_in(a, b, &["annotations"])
             && maps_equal(a.get("annotations"), b.get("annotations"), |k| {
@@ -151,7 +126,7 @@ fn metadata_equal(a: Option<&Value>, b: Option<&Value>, art: &Artefacts) -> bool
     })
 }
 
-fn pod_spec_equal(a: Option<&Value>, b: Option<&Value>, art: &Artefacts) -> bool {
+fn pod_spec_equal<T: Tree>(a: Option<&T>, b: Option<&T>, art: &Artefacts) -> bool {
     with_objects(a, b, |a, b| {
         let containers_equal = |key| {
             lists_equal(
@@ -166,14 +141,14 @@ fn pod_spec_equal(a: Option<&Value>, b: Option<&Value>, art: &Artefacts) -> bool
                 a.get("volumes"),
                 b.get("volumes"),
                 |v| !art.is_volume(v),
-                Value::eq,
+                T::eq,
             )
             && containers_equal("containers")
             && containers_equal("initContainers")
     })
 }
 
-fn container_equal(a: &Value, b: &Value, art: &Artefacts) -> bool {
+fn container_equal<T: Tree>(a: &T, b: &T, art: &Artefacts) -> bool {
     with_objects(Some(a), Some(b), |a, b| {
         fields_equal_in(a, b, &["env", "volumeMounts"])
             && lists_equal_lazily(a.get("env"), b.get("env"), |e| !art.is_env(e))
@@ -181,41 +156,37 @@ fn container_equal(a: &Value, b: &Value, art: &Artefacts) -> bool {
                 a.get("volumeMounts"),
                 b.get("volumeMounts"),
                 |m| !art.is_mount(m),
-                Value::eq,
+                T::eq,
             )
     })
 }
 
 /// Applies `eq` when both sides are JSON objects; otherwise compares the raw values.
-fn with_objects(
-    a: Option<&Value>,
-    b: Option<&Value>,
-    eq: impl FnOnce(&Map<String, Value>, &Map<String, Value>) -> bool,
-) -> bool {
+fn with_objects<T: Tree>(a: Option<&T>, b: Option<&T>, eq: impl FnOnce(&T, &T) -> bool) -> bool {
     match (a, b) {
-        (Some(Value::Object(a)), Some(Value::Object(b))) => eq(a, b),
+        (Some(a), Some(b)) if a.is_object() && b.is_object() => eq(a, b),
         _ => a == b,
     }
 }
 
-fn fields_equal(a: &Value, b: &Value, special: &[&str]) -> bool {
+fn fields_equal<T: Tree>(a: &T, b: &T, special: &[&str]) -> bool {
     with_objects(Some(a), Some(b), |a, b| fields_equal_in(a, b, special))
 }
 
 /// Every field but the `special` ones (compared by the caller) is equal as raw JSON. Both maps
 /// iterate in key order, so they are walked in lockstep, as `Map == Map` does.
-fn fields_equal_in(a: &Map<String, Value>, b: &Map<String, Value>, special: &[&str]) -> bool {
-    let plain = |(k, _): &(&String, &Value)| !special.contains(&k.as_str());
-    a.iter().filter(plain).eq(b.iter().filter(plain))
+fn fields_equal_in<T: Tree>(a: &T, b: &T, special: &[&str]) -> bool {
+    let plain = |(k, _): &(&str, &T)| !special.contains(k);
+    a.members().filter(plain).eq(b.members().filter(plain))
 }
 
 /// Lists compared on the elements `keep` selects, in order. An absent or null list is an
 /// empty one: the projector adds `volumes` to a template that had none.
-fn lists_equal(
-    a: Option<&Value>,
-    b: Option<&Value>,
-    keep: impl Fn(&Value) -> bool,
-    eq: impl Fn(&Value, &Value) -> bool,
+fn lists_equal<T: Tree>(
+    a: Option<&T>,
+    b: Option<&T>,
+    keep: impl Fn(&T) -> bool,
+    eq: impl Fn(&T, &T) -> bool,
 ) -> bool {
     if !is_list_or_nothing(a) || !is_list_or_nothing(b) {
         return a == b;
@@ -234,7 +205,7 @@ fn lists_equal(
 /// `lists_equal` for a `keep` that costs more than comparing two elements (env vars): walked
 /// in lockstep, asking `keep` only where the lists differ. Equal elements are both kept or
 /// both dropped, so matching them leaves the kept sequences as they were.
-fn lists_equal_lazily(a: Option<&Value>, b: Option<&Value>, keep: impl Fn(&Value) -> bool) -> bool {
+fn lists_equal_lazily<T: Tree>(a: Option<&T>, b: Option<&T>, keep: impl Fn(&T) -> bool) -> bool {
     if !is_list_or_nothing(a) || !is_list_or_nothing(b) {
         return a == b;
     }
@@ -258,32 +229,32 @@ fn lists_equal_lazily(a: Option<&Value>, b: Option<&Value>, keep: impl Fn(&Value
 }
 
 /// Maps compared on the keys `keep` selects. An absent or null map is an empty one.
-fn maps_equal(a: Option<&Value>, b: Option<&Value>, keep: impl Fn(&str) -> bool) -> bool {
-    let (Some(a), Some(b)) = (map_or_nothing(a), map_or_nothing(b)) else {
+fn maps_equal<T: Tree>(a: Option<&T>, b: Option<&T>, keep: impl Fn(&str) -> bool) -> bool {
+    if !is_map_or_nothing(a) || !is_map_or_nothing(b) {
         return a == b;
-    };
-    let kept = |(k, _): &(&String, &Value)| keep(k);
-    a.iter().filter(kept).eq(b.iter().filter(kept))
-}
-
-fn is_list_or_nothing(v: Option<&Value>) -> bool {
-    matches!(v, None | Some(Value::Null) | Some(Value::Array(_)))
-}
-
-fn map_or_nothing(v: Option<&Value>) -> Option<&Map<String, Value>> {
-    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-    match v {
-        None | Some(Value::Null) => Some(EMPTY.get_or_init(Map::new)),
-        Some(Value::Object(m)) => Some(m),
-        _ => None,
     }
+    let kept = |(k, _): &(&str, &T)| keep(k);
+    let (a, b) = (
+        a.into_iter().flat_map(T::members),
+        b.into_iter().flat_map(T::members),
+    );
+    a.filter(kept).eq(b.filter(kept))
+}
+
+fn is_list_or_nothing<T: Tree>(v: Option<&T>) -> bool {
+    v.is_none_or(|v| v.is_null() || v.as_list().is_some())
+}
+
+fn is_map_or_nothing<T: Tree>(v: Option<&T>) -> bool {
+    v.is_none_or(|v| v.is_null() || v.is_object())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::template::tree::Node;
     use crate::tests::{fixture, template_of};
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn kind(old: &Value, new: &Value) -> ChangeKind {
         classify(old, new, &ArtefactRules::default()).kind
@@ -299,17 +270,20 @@ mod tests {
                 deep(leaf)
             )
         };
-        let raw = |text: String| RawValue::from_string(text).expect("valid JSON");
         assert!(serde_json::from_str::<Value>(&template(1, "")).is_err());
         let rules = ArtefactRules::default();
-        let old = raw(template(1, ""));
-        let respaced = raw(template(1, " "));
-        let app_env = raw(template(1, r#"{"name": "E", "value": "1"}"#));
-        let other_leaf = raw(template(2, ""));
-        let changed = |new: &RawValue| classify_raw(&old, new, &rules).map(|c| c.kind);
-        assert_eq!(changed(&respaced), Some(ChangeKind::NoChange));
-        assert_eq!(changed(&app_env), Some(ChangeKind::Restage));
-        assert_eq!(changed(&other_leaf), Some(ChangeKind::Restage));
+        let texts = [
+            template(1, ""),
+            template(1, " "),
+            template(1, r#"{"name": "E", "value": "1"}"#),
+            template(2, ""),
+        ];
+        let [old, respaced, app_env, other_leaf] =
+            texts.each_ref().map(|t| Node::template(t).expect("read"));
+        let changed = |new: &Node| classify(&old, new, &rules).kind;
+        assert_eq!(changed(&respaced), ChangeKind::NoChange);
+        assert_eq!(changed(&app_env), ChangeKind::Restage);
+        assert_eq!(changed(&other_leaf), ChangeKind::Restage);
     }
 
     #[test]

@@ -5,7 +5,6 @@
 //! templates compared as raw JSON classify as whole trees do.
 
 use proptest::prelude::*;
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use restage_gate_testkit::admission::{request, validation_request};
@@ -21,7 +20,8 @@ use crate::policy::{decide, Admission};
 use crate::response;
 use crate::settings::Settings;
 use crate::template::artefacts::ArtefactRules;
-use crate::template::classify::{classify, classify_raw, ChangeKind};
+use crate::template::classify::{classify, ChangeKind};
+use crate::template::tree::Node;
 
 /// (name, env, image) of a generated container.
 type ContainerSpec = (String, Vec<(String, String)>, String);
@@ -272,8 +272,8 @@ fn pair() -> impl Strategy<Value = (Value, Value)> {
         })
 }
 
-/// JSON text of any shape, its keys drawn from the members a template's skeleton treats apart,
-/// so that levels of unusual shapes, repeated keys and look-alike members all occur.
+/// JSON text of any shape, its keys drawn from the members a template read (`tree.rs`) treats
+/// apart, so that levels of unusual shapes, repeated keys and look-alike members all occur.
 fn template_like() -> impl Strategy<Value = String> {
     let leaf = prop::sample::select(vec!["null", "true", "1", "1.0", "\"a\"", "\"\""])
         .prop_map(str::to_string);
@@ -289,7 +289,7 @@ fn template_like() -> impl Strategy<Value = String> {
         "volumeMounts",
         "name",
         "image",
-        // An escaped key: the skeleton leaves such a template to the whole-tree comparison.
+        // An escaped key: read as the member it names.
         r"contai\u006eers",
     ]);
     leaf.prop_recursive(5, 64, 4, move |inner| {
@@ -390,21 +390,23 @@ proptest! {
         // Pretty-printed, every member's text differs while the JSON does not.
         let rules = ArtefactRules::default();
         let (a, b) = (&old["spec"]["template"], &new["spec"]["template"]);
-        let raw = |v: &Value, pretty: bool| {
+        let text = |v: &Value, pretty: bool| {
             let text = if pretty { serde_json::to_string_pretty(v) } else { serde_json::to_string(v) };
-            RawValue::from_string(text.expect("serialisable")).expect("JSON")
+            text.expect("serialisable")
         };
-        prop_assert_eq!(classify_raw(&raw(a, false), &raw(b, pretty), &rules), Some(classify(a, b, &rules)));
+        let (a_text, b_text) = (text(a, false), text(b, pretty));
+        let read = |t| Node::template(t).expect("JSON");
+        prop_assert_eq!(classify(&read(&a_text), &read(&b_text), &rules), classify(a, b, &rules));
     }
 
     #[test]
     fn templates_of_any_shape_classify_as_whole_trees(old in template_like(), new in template_like()) {
         let rules = ArtefactRules::default();
-        let raw = |t: &str| RawValue::from_string(t.to_string()).expect("JSON");
+        let read = |t| Node::template(t).expect("JSON");
         let tree = |t: &str| serde_json::from_str::<Value>(t).expect("JSON");
         prop_assert_eq!(
-            classify_raw(&raw(&old), &raw(&new), &rules),
-            Some(classify(&tree(&old), &tree(&new), &rules))
+            classify(&read(&old), &read(&new), &rules),
+            classify(&tree(&old), &tree(&new), &rules)
         );
     }
 

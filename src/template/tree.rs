@@ -1,0 +1,421 @@
+//! A pod template read in one pass as deep as binding recognition looks. The members it reads
+//! (`metadata.annotations`, `spec.volumes`, and each container's `env` and `volumeMounts`)
+//! become nodes, their strings borrowed from the request; every other member, at every level,
+//! stays the request's raw JSON, compared as text and built into a tree only where its text
+//! differs. Written back, a template is the same JSON.
+//!
+//! Any JSON reads: a level that is not an object, or `containers` that is not a list, is read
+//! whole, as a tree would hold it.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Number, Value};
+
+use crate::json::Tree;
+
+/// A JSON value whose strings are borrowed where the request has them unescaped, and whose
+/// unread members are raw.
+#[derive(Debug, Clone)]
+pub enum Node<'a> {
+    /// A member binding recognition never reads, as the request has it.
+    Raw(&'a RawValue),
+    Null,
+    Bool(bool),
+    Number(Number),
+    Str(Cow<'a, str>),
+    List(Vec<Node<'a>>),
+    /// Members sorted by key, a repeated key keeping its last value, as in a `Value`.
+    Object(Vec<(Cow<'a, str>, Node<'a>)>),
+}
+
+/// Reads a pod template where a request has it.
+pub const TEMPLATE_SEED: Read = Read(Place::Template);
+
+impl<'a> Node<'a> {
+    /// A pod template from JSON text; `None` when it is not JSON (or a number is out of range
+    /// where the template is read).
+    pub fn template(text: &'a str) -> Option<Node<'a>> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let node = TEMPLATE_SEED.deserialize(&mut deserializer).ok()?;
+        deserializer.end().ok()?;
+        Some(node)
+    }
+
+    /// The same JSON as a tree; `None` for a raw member a tree cannot hold (nested deeper than
+    /// serde_json's limit, a number out of range).
+    fn to_value(&self) -> Option<Value> {
+        Some(match self {
+            Node::Raw(raw) => serde_json::from_str(raw.get()).ok()?,
+            Node::Null => Value::Null,
+            Node::Bool(b) => Value::Bool(*b),
+            Node::Number(n) => Value::Number(n.clone()),
+            Node::Str(s) => Value::String(s.to_string()),
+            Node::List(items) => {
+                Value::Array(items.iter().map(Node::to_value).collect::<Option<_>>()?)
+            }
+            Node::Object(members) => Value::Object(
+                members
+                    .iter()
+                    .map(|(k, v)| Some((k.to_string(), v.to_value()?)))
+                    .collect::<Option<_>>()?,
+            ),
+        })
+    }
+}
+
+impl PartialEq for Node<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        use Node::*;
+        match (self, other) {
+            // The API server writes both templates the same way: equal text settles almost
+            // every raw member, and different text is compared as trees.
+            (Raw(a), Raw(b)) if a.get() == b.get() => true,
+            (Raw(_), _) | (_, Raw(_)) => match (self.to_value(), other.to_value()) {
+                (Some(a), Some(b)) => a == b,
+                _ => false,
+            },
+            (Null, Null) => true,
+            (Bool(a), Bool(b)) => a == b,
+            (Number(a), Number(b)) => a == b,
+            (Str(a), Str(b)) => a == b,
+            (List(a), List(b)) => a == b,
+            (Object(a), Object(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Tree for Node<'_> {
+    fn get(&self, key: &str) -> Option<&Self> {
+        match self {
+            Node::Object(members) => members
+                .binary_search_by(|(k, _)| k.as_ref().cmp(key))
+                .ok()
+                .map(|i| &members[i].1),
+            _ => None,
+        }
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Node::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn as_list(&self) -> Option<&[Self]> {
+        match self {
+            Node::List(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    fn is_object(&self) -> bool {
+        matches!(self, Node::Object(_))
+    }
+
+    fn is_null(&self) -> bool {
+        matches!(self, Node::Null)
+    }
+
+    fn members(&self) -> impl Iterator<Item = (&str, &Self)> {
+        let members = match self {
+            Node::Object(members) => members.as_slice(),
+            _ => &[],
+        };
+        members.iter().map(|(k, v)| (k.as_ref(), v))
+    }
+}
+
+impl Serialize for Node<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Node::Raw(raw) => raw.serialize(serializer),
+            Node::Null => serializer.serialize_unit(),
+            Node::Bool(b) => serializer.serialize_bool(*b),
+            Node::Number(n) => n.serialize(serializer),
+            Node::Str(s) => serializer.serialize_str(s),
+            Node::List(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Node::Object(members) => {
+                let mut map = serializer.serialize_map(Some(members.len()))?;
+                for (k, v) in members {
+                    map.serialize_entry(k.as_ref(), v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+/// Where a member sits, and so how much of it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Template,
+    Metadata,
+    Spec,
+    /// `containers` or `initContainers`.
+    Containers,
+    Container,
+    /// Read whole: what binding recognition reads, and anything of an unexpected shape.
+    Whole,
+}
+
+impl Place {
+    /// Where member `key` of an object here sits; `None`: it stays raw.
+    fn member(self, key: &str) -> Option<Place> {
+        match (self, key) {
+            (Place::Whole, _) => Some(Place::Whole),
+            (Place::Template, "metadata") => Some(Place::Metadata),
+            (Place::Template, "spec") => Some(Place::Spec),
+            (Place::Metadata, "annotations") => Some(Place::Whole),
+            (Place::Spec, "volumes") => Some(Place::Whole),
+            (Place::Spec, "containers" | "initContainers") => Some(Place::Containers),
+            (Place::Container, "env" | "volumeMounts") => Some(Place::Whole),
+            _ => None,
+        }
+    }
+}
+
+/// Reads a value at a place.
+pub struct Read(Place);
+
+impl<'de> DeserializeSeed<'de> for Read {
+    type Value = Node<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node<'de>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Read {
+    type Value = Node<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
+        let mut members = Vec::new();
+        while let Some(key) = map.next_key_seed(Key)? {
+            let node = match self.0.member(&key) {
+                Some(place) => map.next_value_seed(Read(place))?,
+                None => Node::Raw(map.next_value()?),
+            };
+            members.push((key, node));
+        }
+        // Stable: of members with the same key, the last read stays last, and is kept.
+        members.sort_by(|(a, _), (b, _)| a.cmp(b));
+        members.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                std::mem::swap(later, kept);
+            }
+            same
+        });
+        Ok(Node::Object(members))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+        let element = match self.0 {
+            Place::Containers => Place::Container,
+            _ => Place::Whole,
+        };
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(Read(element))? {
+            items.push(item);
+        }
+        Ok(Node::List(items))
+    }
+
+    fn visit_unit<E>(self) -> Result<Node<'de>, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Node<'de>, E> {
+        Ok(Node::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Node<'de>, E> {
+        Ok(Node::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Node<'de>, E> {
+        Ok(Node::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Node<'de>, E> {
+        // As a tree holds it: JSON text never reads as a non-finite number.
+        Ok(Number::from_f64(v).map_or(Node::Null, Node::Number))
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Borrowed(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Owned(v.to_string())))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Owned(v)))
+    }
+}
+
+/// An object key, borrowed unless it has escapes.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(v: &Value) -> Node<'static> {
+        let text: &'static str = Box::leak(v.to_string().into_boxed_str());
+        Node::template(text).expect("JSON")
+    }
+
+    /// The raw members of a node, with their paths.
+    fn raw_paths(node: &Node, path: &str, out: &mut Vec<String>) {
+        match node {
+            Node::Raw(_) => out.push(path.to_string()),
+            Node::List(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    raw_paths(item, &format!("{path}[{i}]"), out);
+                }
+            }
+            Node::Object(members) => {
+                for (k, v) in members {
+                    raw_paths(v, &format!("{path}.{k}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn only_what_binding_recognition_reads_is_read() {
+        let template = json!({
+            "metadata": {"labels": {"app": "a"}, "annotations": {"k": "v"}},
+            "spec": {
+                "volumes": [{"name": "v"}],
+                "initContainers": [{"name": "i", "image": "busybox"}],
+                "containers": [{"name": "c", "image": "app:1", "env": [{"name": "E", "value": "1"}],
+                    "volumeMounts": [{"name": "v", "mountPath": "/v"}], "ports": [{"containerPort": 8080}]}],
+                "dnsPolicy": "ClusterFirst"
+            }
+        });
+        let node = read(&template);
+        let mut raw = Vec::new();
+        raw_paths(&node, "", &mut raw);
+        assert_eq!(
+            raw,
+            [
+                ".metadata.labels",
+                ".spec.containers[0].image",
+                ".spec.containers[0].name",
+                ".spec.containers[0].ports",
+                ".spec.dnsPolicy",
+                ".spec.initContainers[0].image",
+                ".spec.initContainers[0].name",
+            ]
+        );
+        assert_eq!(node.to_value(), Some(template.clone()));
+        assert_eq!(serde_json::to_value(&node).ok(), Some(template));
+    }
+
+    #[test]
+    fn nodes_compare_as_json_whatever_their_text() {
+        let a = read(&json!({"spec": {"containers": [{"name": "c", "image": "app:1"}]}}));
+        let same = r#"{"spec": {"containers": [{"image": "app:1",   "name": "c"}]}}"#;
+        let moved = read(&json!({"spec": {"initContainers": [{"name": "c", "image": "app:1"}]}}));
+        let other = read(&json!({"spec": {"containers": [{"name": "c", "image": "app:2"}]}}));
+        assert_eq!(a, Node::template(same).expect("JSON"));
+        assert_ne!(a, moved);
+        assert_ne!(a, other);
+        // The same member raw in one and read in the other (an unexpected shape).
+        let listed = read(&json!({"spec": {"containers": [{"name": "c"}]}}));
+        let whole = read(&json!({"spec": {"containers": {"name": "c"}}}));
+        assert_ne!(listed, whole);
+        assert_eq!(
+            Node::template(r#"{"x": {"a": 1}}"#).expect("JSON"),
+            Node::Object(vec![("x".into(), read(&json!({"a": 1})))])
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value_as_a_tree_does() {
+        let repeated = r#"{"spec": {"dnsPolicy": "a", "containers": [], "dnsPolicy": "b"},
+            "metadata": {"annotations": {"k": "1", "k": "2"}}}"#;
+        let node = Node::template(repeated).expect("JSON");
+        let tree: Value = serde_json::from_str(repeated).expect("JSON");
+        assert_eq!(node.to_value(), Some(tree.clone()));
+        assert_eq!(node, read(&tree));
+        assert_eq!(
+            crate::json::text_at(&node, &["metadata", "annotations", "k"]),
+            Some("2")
+        );
+    }
+
+    #[test]
+    fn templates_of_any_shape_read_as_their_trees() {
+        for text in [
+            r#"{"metadata": null}"#,
+            r#"{"spec": {"containers": {"name": "c"}}}"#,
+            r#"{"spec": {"containers": ["c", 1, null, true, -2.5]}}"#,
+            r#"{"spec": {}, "spec": {"volumes": []}}"#,
+            r#"{"spec": {"contai\u006eers": [{"env": [{"name": "\u0041"}]}]}}"#,
+            r#"[]"#,
+            r#""text""#,
+        ] {
+            let node = Node::template(text).expect(text);
+            let tree: Value = serde_json::from_str(text).expect(text);
+            assert_eq!(node.to_value(), Some(tree.clone()), "{text}");
+            assert_eq!(serde_json::to_value(&node).ok(), Some(tree), "{text}");
+        }
+        for text in [
+            r#"{"spec": {}"#,
+            r#"{} {}"#,
+            r#"{"metadata": {"annotations": {"k": 1e400}}}"#,
+        ] {
+            assert!(Node::template(text).is_none(), "{text}");
+        }
+    }
+}
