@@ -1,11 +1,10 @@
 //! A workload object read only as deep as the policy looks, in the one pass that reads the
-//! request. Every `metadata` member but `managedFields`, `status` (of the stored `oldObject`
-//! only) and every `spec` member but the pod template become JSON values; the pod template is
-//! read only as deep as binding recognition looks (`template/tree.rs`); `managedFields`
-//! (server-side apply's bookkeeping, often most of the metadata, never read) and every other
-//! member stay the request's own raw JSON. The decision reads the values; an edit changes
-//! them, and the edited object is written back as the request's raw members with only the
-//! values re-emitted.
+//! request. The members of `metadata` and `spec` the policy reads (`split`) and the stored
+//! `oldObject`'s `status` become JSON values; the pod template is read only as deep as binding
+//! recognition looks (`template/tree.rs`); every other member, `metadata.managedFields`
+//! (server-side apply's bookkeeping, often most of the metadata) among them, stays the
+//! request's own raw JSON. The decision reads the values; an edit changes them, and the edited
+//! object is written back as the request's raw members with only the values re-emitted.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -17,28 +16,68 @@ use serde_json::{Map, Value};
 
 use crate::template::tree::{Node, TEMPLATE_SEED};
 
-const SPEC: &str = "spec";
-const TEMPLATE: &str = "template";
-const METADATA: &str = "metadata";
-const MANAGED_FIELDS: &str = "managedFields";
+/// How a top-level member is read: the members of its own that become values, and the one
+/// read apart. Every other member of it stays raw.
+struct Split {
+    member: &'static str,
+    values: &'static [&'static str],
+    apart: Option<&'static str>,
+}
+
+/// Every member of `metadata` and `spec` that the decision or an edit reads or writes: the
+/// names in messages, the markers, deletion, the generation a rollout has reached, the hold's
+/// control (`Workload::control_path`) and the replica count; and the pod template, read apart.
+/// The rest (`managedFields`, `ownerReferences`, the selector, ...) is never looked at.
+const SPLITS: [Split; 2] = [
+    Split {
+        member: "metadata",
+        values: &[
+            "name",
+            "namespace",
+            "labels",
+            "annotations",
+            "generation",
+            "deletionTimestamp",
+        ],
+        apart: None,
+    },
+    Split {
+        member: "spec",
+        values: &["updateStrategy", "paused", "replicas"],
+        apart: Some("template"),
+    },
+];
+
+fn split(key: &str) -> Option<&'static Split> {
+    SPLITS.iter().find(|s| s.member == key)
+}
 
 #[derive(Debug, Default)]
 pub struct Object<'a> {
-    /// `metadata` without its `managedFields`, `status` (unless read `without_status`) and
-    /// `spec` without its `template`,
-    /// as values; `Null` when the object is absent or not a JSON object. Edits are made here.
+    /// What the policy reads (the `split` members of `metadata` and `spec`, and `status` unless
+    /// read `without_status`), as values; `Null` when the object is absent or not a JSON
+    /// object. Edits are made here.
     pub read: Value,
-    /// The members `kept_apart` names (`spec.template`, `metadata.managedFields`), by name.
-    kept: BTreeMap<&'static str, Node<'a>>,
+    /// The other parts of `metadata` and `spec`, by top-level key.
+    kept: BTreeMap<&'static str, Kept<'a>>,
     /// Every other top-level member, raw. A repeated key keeps its last value, as it does in a
     /// tree.
     rest: BTreeMap<String, &'a RawValue>,
 }
 
+/// The parts of a split member that are not values.
+#[derive(Debug, Default)]
+struct Kept<'a> {
+    /// The member read apart (`spec.template`).
+    apart: Option<Node<'a>>,
+    /// Every other member, raw, a repeated key keeping its last value.
+    raw: BTreeMap<String, &'a RawValue>,
+}
+
 impl<'a> Object<'a> {
     /// `spec.template`, read as far as binding recognition looks.
     pub fn template(&self) -> Option<&Node<'a>> {
-        self.kept.get(TEMPLATE)
+        self.kept.get("spec")?.apart.as_ref()
     }
 
     /// The object with the edits made to `read`, as JSON that serialises without building a
@@ -77,14 +116,11 @@ impl<'de> Visitor<'de> for ObjectVisitor {
         let mut kept = BTreeMap::new();
         let mut rest = BTreeMap::new();
         while let Some(key) = map.next_key::<String>()? {
-            if let Some(member) = kept_apart(&key) {
-                let parts = map.next_value_seed(Split(member))?;
-                // A repeated key keeps its last value, raw member included, as a tree does.
-                match parts.apart {
-                    Some(node) => kept.insert(member, node),
-                    None => kept.remove(member),
-                };
-                read.insert(key, parts.fields);
+            if let Some(split) = split(&key) {
+                let (fields, parts) = map.next_value_seed(split)?;
+                // A repeated key keeps its last value, every part of it, as a tree does.
+                kept.insert(split.member, parts);
+                read.insert(key, fields);
                 continue;
             }
             match key.as_str() {
@@ -135,44 +171,18 @@ impl<'de> Visitor<'de> for ObjectVisitor {
     }
 }
 
-/// The member of a top-level member that is read apart: the pod template (read as far as
-/// binding recognition looks) and `managedFields` (never read, kept raw).
-fn kept_apart(key: &str) -> Option<&'static str> {
-    match key {
-        SPEC => Some(TEMPLATE),
-        METADATA => Some(MANAGED_FIELDS),
-        _ => None,
-    }
-}
-
-/// A member read as values but for the member of its own that `kept_apart` names. The whole of
-/// it is a value when it is not an object.
-struct Split(&'static str);
-
-struct Parts<'a> {
-    fields: Value,
-    apart: Option<Node<'a>>,
-}
-
-impl Parts<'_> {
-    fn other(fields: Value) -> Self {
-        Parts {
-            fields,
-            apart: None,
-        }
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for Split {
-    type Value = Parts<'de>;
+/// A split member: its values, and its other parts. The whole of it is a value when it is not
+/// an object.
+impl<'de> DeserializeSeed<'de> for &'static Split {
+    type Value = (Value, Kept<'de>);
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Split {
-    type Value = Parts<'de>;
+impl<'de> Visitor<'de> for &'static Split {
+    type Value = (Value, Kept<'de>);
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
@@ -180,20 +190,17 @@ impl<'de> Visitor<'de> for Split {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut fields = Map::new();
-        let mut apart = None;
+        let mut kept = Kept::default();
         while let Some(key) = map.next_key::<String>()? {
-            if key != self.0 {
+            if self.values.contains(&key.as_str()) {
                 fields.insert(key, map.next_value()?);
-            } else if key == TEMPLATE {
-                apart = Some(map.next_value_seed(TEMPLATE_SEED)?);
+            } else if self.apart == Some(key.as_str()) {
+                kept.apart = Some(map.next_value_seed(TEMPLATE_SEED)?);
             } else {
-                apart = Some(Node::Raw(map.next_value()?));
+                kept.raw.insert(key, map.next_value()?);
             }
         }
-        Ok(Parts {
-            fields: Value::Object(fields),
-            apart,
-        })
+        Ok((Value::Object(fields), kept))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
@@ -201,31 +208,31 @@ impl<'de> Visitor<'de> for Split {
         while let Some(item) = seq.next_element::<Value>()? {
             items.push(item);
         }
-        Ok(Parts::other(Value::Array(items)))
+        Ok((Value::Array(items), Kept::default()))
     }
 
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Parts::other(Value::Null))
+        Ok((Value::Null, Kept::default()))
     }
 
     fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok(Parts::other(Value::Bool(v)))
+        Ok((Value::Bool(v), Kept::default()))
     }
 
     fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(Parts::other(Value::from(v)))
+        Ok((Value::from(v), Kept::default()))
     }
 
     fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(Parts::other(Value::from(v)))
+        Ok((Value::from(v), Kept::default()))
     }
 
     fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(Parts::other(Value::from(v)))
+        Ok((Value::from(v), Kept::default()))
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Parts::other(Value::from(v)))
+        Ok((Value::from(v), Kept::default()))
     }
 }
 
@@ -240,13 +247,13 @@ impl Serialize for Edited<'_> {
         };
         let mut map = serializer.serialize_map(Some(read.len() + object.rest.len()))?;
         for (key, value) in read {
-            match (value, kept_apart(key)) {
-                (Value::Object(fields), Some(member)) => map.serialize_entry(
+            match (value, split(key)) {
+                (Value::Object(fields), Some(split)) => map.serialize_entry(
                     key,
                     &PartsOut {
                         fields,
-                        member,
-                        apart: object.kept.get(member),
+                        apart: split.apart,
+                        kept: object.kept.get(split.member),
                     },
                 )?,
                 _ => map.serialize_entry(key, value)?,
@@ -259,22 +266,29 @@ impl Serialize for Edited<'_> {
     }
 }
 
-/// A `Split` member as read (and edited), with its member read apart put back.
+/// A split member as read (and edited), with its other parts put back.
 struct PartsOut<'o> {
     fields: &'o Map<String, Value>,
-    member: &'static str,
-    apart: Option<&'o Node<'o>>,
+    apart: Option<&'static str>,
+    kept: Option<&'o Kept<'o>>,
 }
 
 impl Serialize for PartsOut<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let len = self.fields.len() + usize::from(self.apart.is_some());
+        let (apart, raw) = match self.kept {
+            Some(kept) => (self.apart.zip(kept.apart.as_ref()), Some(&kept.raw)),
+            None => (None, None),
+        };
+        let len = self.fields.len() + usize::from(apart.is_some()) + raw.map_or(0, BTreeMap::len);
         let mut map = serializer.serialize_map(Some(len))?;
         for (key, value) in self.fields {
             map.serialize_entry(key, value)?;
         }
-        if let Some(apart) = self.apart {
-            map.serialize_entry(self.member, apart)?;
+        for (key, value) in raw.into_iter().flatten() {
+            map.serialize_entry(key, value)?;
+        }
+        if let Some((key, node)) = apart {
+            map.serialize_entry(key, node)?;
         }
         map.end()
     }

@@ -25,6 +25,7 @@ fn daemonsets_follow_the_decision_table() {
     let bound = || bind(ds(), &orders_binding());
     let held_bound = || held(bound(), "+orders-db");
     let rolling = || with(ds(), |d| d["status"]["updatedNumberScheduled"] = json!(2));
+    let unobserved = || with(ds(), |d| d["metadata"]["generation"] = json!(3));
     let on_delete = |d: Value| {
         with(d, |d| {
             d["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
@@ -65,6 +66,11 @@ fn daemonsets_follow_the_decision_table() {
         (
             "bind during a rollout",
             update(rolling(), bind(rolling(), &orders_binding())),
+            Plain,
+        ),
+        (
+            "bind before the controller observed the last spec change",
+            update(unobserved(), bind(unobserved(), &orders_binding())),
             Plain,
         ),
         (
@@ -124,6 +130,9 @@ fn deployments_follow_the_decision_table() {
             d["status"]["conditions"][1]["reason"] = json!("ReplicaSetUpdated");
         })
     };
+    let unobserved = || with(d(), |d| d["metadata"]["generation"] = json!(4));
+    // Scaled from 3 to 5 after the last template change: two replicas still to update.
+    let behind = || with(d(), |d| d["spec"]["replicas"] = json!(5));
     let paused = |d: Value| with(d, |d| d["spec"]["paused"] = json!(true));
     let resumed = |d: Value| with(d, |d| d["spec"]["paused"] = json!(false));
     let cases: Vec<(&str, Request, Expect)> = vec![
@@ -166,6 +175,16 @@ fn deployments_follow_the_decision_table() {
         (
             "bind during a rollout",
             update(rolling(), bind(rolling(), &orders_binding())),
+            Plain,
+        ),
+        (
+            "bind before the controller observed the last spec change",
+            update(unobserved(), bind(unobserved(), &orders_binding())),
+            Plain,
+        ),
+        (
+            "bind while not every replica runs the current template",
+            update(behind(), bind(behind(), &orders_binding())),
             Plain,
         ),
         (

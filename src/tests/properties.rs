@@ -187,8 +187,10 @@ fn mutated(old: &Value, new: &Value) -> Option<Value> {
     evaluate(&payload(old, new), NOW).mutated_object
 }
 
-/// The answer's object as the tree-based edit makes it: the decision on the objects as the
-/// policy reads them, applied to the whole parsed object.
+/// The answer's object as the tree-based edit makes it: the decision on the whole objects (the
+/// templates as the policy reads them), applied to the whole parsed object. Equal to the
+/// policy's answer only if it reads every member the decision needs and writes back every
+/// member it does not read.
 fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
     let (new_text, old_text) = (new.to_string(), old.to_string());
     let read = |text| serde_json::from_str::<Object>(text).expect("JSON");
@@ -201,8 +203,8 @@ fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
             sub_resource: "",
             namespace: "space",
             name: "app",
-            object: &object.read,
-            old_object: &old_object.read,
+            object: new,
+            old_object: old,
             template: object.template(),
             old_template: old_object.template(),
         },
