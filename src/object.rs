@@ -245,7 +245,8 @@ impl Serialize for Edited<'_> {
         let Value::Object(read) = &object.read else {
             return object.read.serialize(serializer);
         };
-        let mut map = serializer.serialize_map(Some(read.len() + object.rest.len()))?;
+        // No length: serde_json closes an object given `Some(0)` at once.
+        let mut map = serializer.serialize_map(None)?;
         for (key, value) in read {
             match (value, split(key)) {
                 (Value::Object(fields), Some(split)) => map.serialize_entry(
@@ -279,8 +280,7 @@ impl Serialize for PartsOut<'_> {
             Some(kept) => (self.apart.zip(kept.apart.as_ref()), Some(&kept.raw)),
             None => (None, None),
         };
-        let len = self.fields.len() + usize::from(apart.is_some()) + raw.map_or(0, BTreeMap::len);
-        let mut map = serializer.serialize_map(Some(len))?;
+        let mut map = serializer.serialize_map(None)?;
         for (key, value) in self.fields {
             map.serialize_entry(key, value)?;
         }

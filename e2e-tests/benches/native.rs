@@ -1,10 +1,12 @@
-//! Native criterion benches of the same inputs as `evaluate`: classification, the hold edit and
-//! the whole evaluation, without the wasm boundary, to see what the boundary costs.
+//! Native criterion benches of the same inputs as `evaluate`: reading and classifying two
+//! templates, the hold edit and the whole evaluation, without the wasm boundary, to see what
+//! the boundary costs.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use restage_gate::clock::UtcTime;
 use restage_gate::template::artefacts::ArtefactRules;
 use restage_gate::template::classify::classify;
+use restage_gate::template::tree::Node;
 use restage_gate::workload::{self, StatefulSet};
 use restage_gate_e2e::workloads::cases;
 
@@ -18,9 +20,19 @@ fn native(c: &mut Criterion) {
         let kind = workload::of("apps", kind).unwrap_or(&StatefulSet);
         let hold = workload::default_hold(kind, &now.rfc3339(), "+orders-db");
         let payload = serde_json::to_vec(&case.payload).expect("serialisable");
-        c.bench_function(&format!("classify: {}", case.name), |b| {
-            b.iter(|| classify(&case.old_template, &case.new_template, &rules))
-        });
+        let (old, new) = (case.old_template.to_string(), case.new_template.to_string());
+        c.bench_function(
+            &format!("read templates and classify: {}", case.name),
+            |b| {
+                b.iter(|| {
+                    Some(classify(
+                        &Node::template(&old)?,
+                        &Node::template(&new)?,
+                        &rules,
+                    ))
+                })
+            },
+        );
         c.bench_function(&format!("floor: {}", case.name), |b| {
             b.iter(|| restage_gate_floor::validate(&payload))
         });

@@ -5,7 +5,8 @@
 //! differs. Written back, a template is the same JSON.
 //!
 //! Any JSON reads: a level that is not an object, or `containers` that is not a list, is read
-//! whole, as a tree would hold it.
+//! whole, as a tree would hold it. How a member is read depends only on where it sits, so two
+//! templates hold the same member in the same form wherever classification compares them.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -46,7 +47,7 @@ impl<'a> Node<'a> {
     }
 
     /// The same JSON as a tree; `None` for a raw member a tree cannot hold (nested deeper than
-    /// serde_json's limit, a number out of range).
+    /// serde_json's limit, a number out of range, an unpaired surrogate escape).
     fn to_value(&self) -> Option<Value> {
         Some(match self {
             Node::Raw(raw) => serde_json::from_str(raw.get()).ok()?,
@@ -72,7 +73,8 @@ impl PartialEq for Node<'_> {
         use Node::*;
         match (self, other) {
             // The API server writes both templates the same way: equal text settles almost
-            // every raw member, and different text is compared as trees.
+            // every raw member, and different text is compared as trees. (A raw member meets
+            // a read one only if a caller compares members from different places.)
             (Raw(a), Raw(b)) if a.get() == b.get() => true,
             (Raw(_), _) | (_, Raw(_)) => match (self.to_value(), other.to_value()) {
                 (Some(a), Some(b)) => a == b,
@@ -92,10 +94,12 @@ impl PartialEq for Node<'_> {
 impl Tree for Node<'_> {
     fn get(&self, key: &str) -> Option<&Self> {
         match self {
+            // Keys are unique: the first equal one is the member. A template's objects are
+            // small, and equality tests lengths before bytes (an ordered search compares bytes).
             Node::Object(members) => members
-                .binary_search_by(|(k, _)| k.as_ref().cmp(key))
-                .ok()
-                .map(|i| &members[i].1),
+                .iter()
+                .find(|(k, _)| k.as_ref() == key)
+                .map(|(_, v)| v),
             _ => None,
         }
     }
@@ -140,14 +144,14 @@ impl Serialize for Node<'_> {
             Node::Number(n) => n.serialize(serializer),
             Node::Str(s) => serializer.serialize_str(s),
             Node::List(items) => {
-                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                let mut seq = serializer.serialize_seq(None)?;
                 for item in items {
                     seq.serialize_element(item)?;
                 }
                 seq.end()
             }
             Node::Object(members) => {
-                let mut map = serializer.serialize_map(Some(members.len()))?;
+                let mut map = serializer.serialize_map(None)?;
                 for (k, v) in members {
                     map.serialize_entry(k.as_ref(), v)?;
                 }
@@ -180,6 +184,8 @@ impl Place {
             (Place::Metadata, "annotations") => Some(Place::Whole),
             (Place::Spec, "volumes") => Some(Place::Whole),
             (Place::Spec, "containers" | "initContainers") => Some(Place::Containers),
+            // `containers` that is not a list.
+            (Place::Containers, _) => Some(Place::Whole),
             (Place::Container, "env" | "volumeMounts") => Some(Place::Whole),
             _ => None,
         }
@@ -370,7 +376,7 @@ mod tests {
         assert_eq!(a, Node::template(same).expect("JSON"));
         assert_ne!(a, moved);
         assert_ne!(a, other);
-        // The same member raw in one and read in the other (an unexpected shape).
+        // A list of containers against an object of them.
         let listed = read(&json!({"spec": {"containers": [{"name": "c"}]}}));
         let whole = read(&json!({"spec": {"containers": {"name": "c"}}}));
         assert_ne!(listed, whole);

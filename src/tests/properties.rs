@@ -7,7 +7,9 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use restage_gate_testkit::admission::{request, validation_request};
+use restage_gate_testkit::admission::{
+    mutated_object_text, repeated_key, request, validation_request,
+};
 use restage_gate_testkit::hold::{held_remembering, is_marker};
 use restage_gate_testkit::korifi::with_managed_fields;
 use restage_gate_testkit::projector::{project, unproject, Binding};
@@ -326,6 +328,9 @@ proptest! {
     fn the_object_written_from_raw_members_is_the_tree_edit((old, new) in pair()) {
         let want = tree_edited(&old, &new);
         prop_assert_eq!(mutated(&old, &new), want.clone());
+        // As written, not only as read: no member written twice.
+        let written = mutated_object_text(&crate::answer(&payload(&old, &new), NOW));
+        prop_assert_eq!(written.and_then(|text| repeated_key(&text)), None);
         // Held and released objects, not only first holds.
         if let Some(out) = want {
             prop_assert_eq!(mutated(&out, &new), tree_edited(&out, &new));

@@ -270,6 +270,12 @@ fn reject_mode_names_the_workload_the_binding_and_the_ways_out() {
     let request = update(unbound(), bound()).settings(json!({"mode": "reject",
         "maintenanceWindows": [{"days": ["Sat", "Sun"], "start": "02:00", "end": "04:00"}]}));
     let r = check("reject", &request, Expect::Rejected);
+    // The workload is named as its own metadata has it, not only as the request does.
+    let mut anonymous = request.payload();
+    anonymous["request"]["name"] = json!("");
+    anonymous["request"]["namespace"] = json!("");
+    let bytes = serde_json::to_vec(&anonymous).expect("serialisable");
+    assert_eq!(evaluate(&bytes, NOW).message, r.message);
     assert_eq!(
         r.message.as_deref(),
         Some(concat!(

@@ -1,5 +1,10 @@
 //! Admission requests as the API server sends them, for any kind the policy sees.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// An admission request for the workload in `new` (or `old`): its group and kind come from the
@@ -52,6 +57,83 @@ pub fn review(request: &Value) -> Value {
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
 }
 
+/// The `mutated_object` of a policy's answer, as the text the policy wrote.
+pub fn mutated_object_text(answer: &[u8]) -> Option<String> {
+    let members: BTreeMap<String, &RawValue> = serde_json::from_slice(answer).ok()?;
+    let object = members.get("mutated_object")?.get();
+    (object != "null").then(|| object.to_string())
+}
+
+/// The first key an object repeats, at any depth, in JSON text: it parses, but readers may
+/// take either value. `None` when no key repeats (or the text is not JSON).
+pub fn repeated_key(json: &str) -> Option<String> {
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    Repeats.deserialize(&mut deserializer).ok().flatten()
+}
+
+struct Repeats;
+
+impl<'de> DeserializeSeed<'de> for Repeats {
+    type Value = Option<String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Repeats {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut keys = BTreeSet::new();
+        let mut repeated = None;
+        while let Some(key) = map.next_key::<String>()? {
+            let inner = map.next_value_seed(Repeats)?;
+            if !keys.insert(key.clone()) {
+                repeated = repeated.or(Some(key));
+            }
+            repeated = repeated.or(inner);
+        }
+        Ok(repeated)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut repeated = None;
+        while let Some(inner) = seq.next_element_seed(Repeats)? {
+            repeated = repeated.or(inner);
+        }
+        Ok(repeated)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
 fn title(operation: &str) -> String {
     let lower = operation.to_ascii_lowercase();
     let mut chars = lower.chars();
@@ -65,6 +147,30 @@ fn title(operation: &str) -> String {
 mod tests {
     use super::*;
     use crate::fixtures::unbound;
+
+    #[test]
+    fn repeated_keys_are_found_at_any_depth() {
+        assert_eq!(
+            repeated_key(r#"{"a": 1, "b": {"c": [{"d": 1, "d": 2}]}}"#),
+            Some("d".into())
+        );
+        assert_eq!(repeated_key(r#"{"a": 1, "a": 1}"#), Some("a".into()));
+        assert_eq!(repeated_key(r#"{"a": {"b": 1}, "b": [{"a": 1}]}"#), None);
+    }
+
+    #[test]
+    fn the_mutated_object_is_read_as_written() {
+        let answer = br#"{"accepted": true, "mutated_object": {"k": 1,  "k": 2}}"#;
+        assert_eq!(
+            mutated_object_text(answer).as_deref(),
+            Some(r#"{"k": 1,  "k": 2}"#)
+        );
+        assert_eq!(
+            mutated_object_text(br#"{"accepted": true, "mutated_object": null}"#),
+            None
+        );
+        assert_eq!(mutated_object_text(br#"{"accepted": true}"#), None);
+    }
 
     #[test]
     fn a_request_names_the_kind_and_resource_of_its_object() {
