@@ -1,5 +1,5 @@
 //! A workload object read only as deep as the policy looks, in the one pass that reads the
-//! request. The members of `metadata` and `spec` the policy reads (`split`) and the stored
+//! request. The members of `metadata` and `spec` the policy reads (`SPLITS`) and the stored
 //! `oldObject`'s `status` become JSON values; the pod template is read only as deep as binding
 //! recognition looks (`template/tree.rs`); every other member, `metadata.managedFields`
 //! (server-side apply's bookkeeping, often most of the metadata) among them, stays the
@@ -15,6 +15,10 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::template::tree::{Node, TEMPLATE_SEED};
+
+/// The member read apart, and the top-level member that holds it.
+const TEMPLATE: &str = "template";
+const SPEC: &str = "spec";
 
 /// How a top-level member is read: the members of its own that become values, and the one
 /// read apart. Every other member of it stays raw.
@@ -42,9 +46,9 @@ const SPLITS: [Split; 2] = [
         apart: None,
     },
     Split {
-        member: "spec",
+        member: SPEC,
         values: &["updateStrategy", "paused", "replicas"],
-        apart: Some("template"),
+        apart: Some(TEMPLATE),
     },
 ];
 
@@ -54,7 +58,7 @@ fn split(key: &str) -> Option<&'static Split> {
 
 #[derive(Debug, Default)]
 pub struct Object<'a> {
-    /// What the policy reads (the `split` members of `metadata` and `spec`, and `status` unless
+    /// What the policy reads (the `SPLITS` members of `metadata` and `spec`, and `status` unless
     /// read `without_status`), as values; `Null` when the object is absent or not a JSON
     /// object. Edits are made here.
     pub read: Value,
@@ -77,7 +81,7 @@ struct Kept<'a> {
 impl<'a> Object<'a> {
     /// `spec.template`, read as far as binding recognition looks.
     pub fn template(&self) -> Option<&Node<'a>> {
-        self.kept.get("spec")?.apart.as_ref()
+        self.kept.get(SPEC)?.apart.as_ref()
     }
 
     /// The object with the edits made to `read`, as JSON that serialises without building a
