@@ -161,7 +161,7 @@ fn container_equal<T: Tree>(a: &T, b: &T, art: &Artefacts) -> bool {
     })
 }
 
-/// Applies `eq` when both sides are JSON objects; otherwise compares the raw values.
+/// Applies `eq` when both sides are JSON objects; otherwise compares them as JSON.
 fn with_objects<T: Tree>(a: Option<&T>, b: Option<&T>, eq: impl FnOnce(&T, &T) -> bool) -> bool {
     match (a, b) {
         (Some(a), Some(b)) if a.is_object() && b.is_object() => eq(a, b),
@@ -173,7 +173,7 @@ fn fields_equal<T: Tree>(a: &T, b: &T, special: &[&str]) -> bool {
     with_objects(Some(a), Some(b), |a, b| fields_equal_in(a, b, special))
 }
 
-/// Every field but the `special` ones (compared by the caller) is equal as raw JSON. Both maps
+/// Every field but the `special` ones (compared by the caller) is equal as JSON. Both maps
 /// iterate in key order, so they are walked in lockstep, as `Map == Map` does.
 fn fields_equal_in<T: Tree>(a: &T, b: &T, special: &[&str]) -> bool {
     let plain = |(k, _): &(&str, &T)| !special.contains(k);

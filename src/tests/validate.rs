@@ -315,6 +315,18 @@ fn unreadable_payloads_are_accepted_with_a_warning() {
         assert!(r.mutated_object.is_none());
         assert_eq!(r.warnings.map(|w| w.len()), Some(1));
     }
+    // A bind whose bytes are not UTF-8 where the policy never reads (the container image):
+    // JSON text is UTF-8, so the request is unreadable, not held.
+    let text = serde_json::to_string(&update(unbound(), bound()).payload()).expect("JSON");
+    let mut bytes = text.into_bytes();
+    let image = bytes
+        .windows(7)
+        .position(|w| w == b"\"image\"")
+        .expect("an image");
+    bytes[image + 9] = 0xff;
+    let r = evaluate(&bytes, NOW);
+    assert!(r.accepted && r.mutated_object.is_none());
+    assert_eq!(r.warnings.map(|w| w.len()), Some(1));
 }
 
 /// Found by fuzzing: without correctly rounded float parsing, a float anywhere in the object
