@@ -365,6 +365,11 @@ mod tests {
         );
         assert_eq!(node.to_value(), Some(template.clone()));
         assert_eq!(serde_json::to_value(&node).ok(), Some(template));
+        // Of an unexpected shape, a level is read whole: nothing of it stays raw.
+        let odd = read(&json!({"spec": {"containers": {"c": {"image": "app:1"}}}}));
+        let mut raw = Vec::new();
+        raw_paths(&odd, "", &mut raw);
+        assert_eq!(raw, Vec::<String>::new());
     }
 
     #[test]
