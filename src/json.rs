@@ -14,6 +14,12 @@ pub trait Tree: PartialEq + Sized {
     fn is_null(&self) -> bool;
     /// An object's members in key order, each key once; nothing for anything else.
     fn members(&self) -> impl Iterator<Item = (&str, &Self)>;
+    /// `false` only where no string in this JSON (key or value) can be `text`: a shortcut
+    /// past reading what cannot match.
+    fn may_contain(&self, text: &str) -> bool {
+        let _ = text;
+        true
+    }
 }
 
 impl Tree for Value {

@@ -8,13 +8,15 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::marker::PhantomData;
 
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::template::tree::{Node, TEMPLATE_SEED};
+use crate::markers;
+use crate::template::tree::{template_seed, Node};
 
 /// The member read apart, and the top-level member that holds it.
 const TEMPLATE: &str = "template";
@@ -26,12 +28,16 @@ struct Split {
     member: &'static str,
     values: &'static [&'static str],
     apart: Option<&'static str>,
+    /// A map among `values` of which only the keys with this prefix are read; the rest of it
+    /// stays raw.
+    partly: Option<(&'static str, &'static str)>,
 }
 
 /// Every member of `metadata` and `spec` that the decision or an edit reads or writes: the
 /// names in messages, the markers, deletion, the generation a rollout has reached, the hold's
 /// control (`Workload::control_path`) and the replica count; and the pod template, read apart.
-/// The rest (`managedFields`, `ownerReferences`, the selector, ...) is never looked at.
+/// Of the annotations only the markers are read. The rest (`managedFields`, `ownerReferences`,
+/// the selector, the other annotations, ...) is never looked at.
 const SPLITS: [Split; 2] = [
     Split {
         member: "metadata",
@@ -44,11 +50,15 @@ const SPLITS: [Split; 2] = [
             "deletionTimestamp",
         ],
         apart: None,
+        // The workload's own annotations: often most of its metadata (a projector writes a
+        // JSON mapping per binding there); the policy reads only its markers.
+        partly: Some(("annotations", markers::ANNOTATION_PREFIX)),
     },
     Split {
         member: SPEC,
         values: &["updateStrategy", "paused", "replicas"],
         apart: Some(TEMPLATE),
+        partly: None,
     },
 ];
 
@@ -76,6 +86,8 @@ struct Kept<'a> {
     apart: Option<Node<'a>>,
     /// Every other member, raw, a repeated key keeping its last value.
     raw: BTreeMap<String, &'a RawValue>,
+    /// The members of the `partly` read map that are not read, raw.
+    unread: BTreeMap<String, &'a RawValue>,
 }
 
 impl<'a> Object<'a> {
@@ -86,30 +98,43 @@ impl<'a> Object<'a> {
 
     /// The object with the edits made to `read`, as JSON that serialises without building a
     /// tree of the members nobody read.
-    pub fn edited(&self) -> Edited<'_> {
+    pub fn edited(&self) -> Edited<'_, 'a> {
         Edited(self)
     }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Object<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ObjectVisitor { read_status: true })
+        deserializer.deserialize_any(ObjectVisitor::new(true))
     }
 }
 
 /// The object a request asks to store, for `deserialize_with`: its `status` is never looked at
 /// (only the stored object's tells whether a rollout is in progress) and is written back as
 /// the request has it, so it stays raw.
-pub fn without_status<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Object<'de>, D::Error> {
-    deserializer.deserialize_any(ObjectVisitor { read_status: false })
+pub fn without_status<'de: 'a, 'a, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Object<'a>, D::Error> {
+    deserializer.deserialize_any(ObjectVisitor::new(false))
 }
 
-struct ObjectVisitor {
+/// Reads an object from text that lives for `'a`.
+struct ObjectVisitor<'a> {
     read_status: bool,
+    out: PhantomData<Object<'a>>,
 }
 
-impl<'de> Visitor<'de> for ObjectVisitor {
-    type Value = Object<'de>;
+impl ObjectVisitor<'_> {
+    fn new(read_status: bool) -> Self {
+        ObjectVisitor {
+            read_status,
+            out: PhantomData,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for ObjectVisitor<'a> {
+    type Value = Object<'a>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
@@ -121,7 +146,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
         let mut rest = BTreeMap::new();
         while let Some(key) = map.next_key::<String>()? {
             if let Some(split) = split(&key) {
-                let (fields, parts) = map.next_value_seed(split)?;
+                let (fields, parts) = map.next_value_seed(SplitSeed(split, PhantomData))?;
                 // A repeated key keeps its last value, every part of it, as a tree does.
                 kept.insert(split.member, parts);
                 read.insert(key, fields);
@@ -132,7 +157,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                     read.insert(key, map.next_value()?);
                 }
                 _ => {
-                    rest.insert(key, map.next_value()?);
+                    rest.insert(key, map.next_value::<&'a RawValue>()?);
                 }
             }
         }
@@ -177,16 +202,18 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 
 /// A split member: its values, and its other parts. The whole of it is a value when it is not
 /// an object.
-impl<'de> DeserializeSeed<'de> for &'static Split {
-    type Value = (Value, Kept<'de>);
+struct SplitSeed<'a>(&'static Split, PhantomData<Kept<'a>>);
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for SplitSeed<'a> {
+    type Value = (Value, Kept<'a>);
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for &'static Split {
-    type Value = (Value, Kept<'de>);
+impl<'de: 'a, 'a> Visitor<'de> for SplitSeed<'a> {
+    type Value = (Value, Kept<'a>);
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
@@ -196,12 +223,17 @@ impl<'de> Visitor<'de> for &'static Split {
         let mut fields = Map::new();
         let mut kept = Kept::default();
         while let Some(key) = map.next_key::<String>()? {
-            if self.values.contains(&key.as_str()) {
+            if let Some((_, prefix)) = self.0.partly.filter(|(m, _)| *m == key) {
+                let (value, unread) = map.next_value_seed(Partly(prefix, PhantomData))?;
+                // A repeated key keeps its last value, as in a tree.
+                kept.unread = unread;
+                fields.insert(key, value);
+            } else if self.0.values.contains(&key.as_str()) {
                 fields.insert(key, map.next_value()?);
-            } else if self.apart == Some(key.as_str()) {
-                kept.apart = Some(map.next_value_seed(TEMPLATE_SEED)?);
+            } else if self.0.apart == Some(key.as_str()) {
+                kept.apart = Some(map.next_value_seed(template_seed())?);
             } else {
-                kept.raw.insert(key, map.next_value()?);
+                kept.raw.insert(key, map.next_value::<&'a RawValue>()?);
             }
         }
         Ok((Value::Object(fields), kept))
@@ -240,10 +272,73 @@ impl<'de> Visitor<'de> for &'static Split {
     }
 }
 
-/// An object with its edits, serialised from the values read and the raw rest.
-pub struct Edited<'o>(&'o Object<'o>);
+/// A map read only at the keys with a prefix: those as a JSON object, the others raw. Anything
+/// but an object is read whole.
+struct Partly<'a>(&'static str, PhantomData<&'a RawValue>);
 
-impl Serialize for Edited<'_> {
+type PartlyRead<'a> = (Value, BTreeMap<String, &'a RawValue>);
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Partly<'a> {
+    type Value = PartlyRead<'a>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for Partly<'a> {
+    type Value = PartlyRead<'a>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut read, mut unread) = (Map::new(), BTreeMap::new());
+        while let Some(key) = map.next_key::<String>()? {
+            if key.starts_with(self.0) {
+                read.insert(key, map.next_value()?);
+            } else {
+                unread.insert(key, map.next_value::<&'a RawValue>()?);
+            }
+        }
+        Ok((Value::Object(read), unread))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        let value = Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        Ok((value, BTreeMap::new()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok((Value::Null, BTreeMap::new()))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok((Value::Bool(v), BTreeMap::new()))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok((Value::from(v), BTreeMap::new()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok((Value::from(v), BTreeMap::new()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok((Value::from(v), BTreeMap::new()))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok((Value::from(v), BTreeMap::new()))
+    }
+}
+
+/// An object with its edits, serialised from the values read and the raw rest.
+pub struct Edited<'o, 'a>(&'o Object<'a>);
+
+impl<'a> Serialize for Edited<'_, 'a> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let object = self.0;
         let Value::Object(read) = &object.read else {
@@ -257,7 +352,7 @@ impl Serialize for Edited<'_> {
                     key,
                     &PartsOut {
                         fields,
-                        apart: split.apart,
+                        split,
                         kept: object.kept.get(split.member),
                     },
                 )?,
@@ -272,27 +367,56 @@ impl Serialize for Edited<'_> {
 }
 
 /// A split member as read (and edited), with its other parts put back.
-struct PartsOut<'o> {
+struct PartsOut<'o, 'a> {
     fields: &'o Map<String, Value>,
-    apart: Option<&'static str>,
-    kept: Option<&'o Kept<'o>>,
+    split: &'static Split,
+    kept: Option<&'o Kept<'a>>,
 }
 
-impl Serialize for PartsOut<'_> {
+impl Serialize for PartsOut<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let (apart, raw) = match self.kept {
-            Some(kept) => (self.apart.zip(kept.apart.as_ref()), Some(&kept.raw)),
+            Some(kept) => (self.split.apart.zip(kept.apart.as_ref()), Some(&kept.raw)),
             None => (None, None),
         };
         let mut map = serializer.serialize_map(None)?;
         for (key, value) in self.fields {
-            map.serialize_entry(key, value)?;
+            let partly = self.split.partly.is_some_and(|(m, _)| m == key);
+            match (value, self.kept) {
+                (Value::Object(read), Some(kept)) if partly => map.serialize_entry(
+                    key,
+                    &MapOut {
+                        read,
+                        unread: &kept.unread,
+                    },
+                )?,
+                _ => map.serialize_entry(key, value)?,
+            }
         }
         for (key, value) in raw.into_iter().flatten() {
             map.serialize_entry(key, value)?;
         }
         if let Some((key, node)) = apart {
             map.serialize_entry(key, node)?;
+        }
+        map.end()
+    }
+}
+
+/// A partly read map: its members read (and edited), and the unread ones put back.
+struct MapOut<'o, 'a> {
+    read: &'o Map<String, Value>,
+    unread: &'o BTreeMap<String, &'a RawValue>,
+}
+
+impl Serialize for MapOut<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.read {
+            map.serialize_entry(key, value)?;
+        }
+        for (key, raw) in self.unread {
+            map.serialize_entry(key, raw)?;
         }
         map.end()
     }

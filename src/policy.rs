@@ -8,7 +8,8 @@ use crate::json::{at, text_at, Tree};
 use crate::markers::{self, Hold};
 use crate::pending;
 use crate::settings::{Mode, Settings};
-use crate::template::classify::{classify, Change, ChangeKind};
+use crate::template::classify::{Change, ChangeKind};
+use crate::template::insertion::compare;
 use crate::template::tree::Node;
 use crate::window::Window;
 use crate::workload::{self, Workload};
@@ -17,7 +18,7 @@ use crate::workload::{self, Workload};
 /// pod templates (`object.rs`); the templates are read only as deep as binding recognition
 /// looks (`template/tree.rs`).
 #[derive(Debug, Clone, Copy)]
-pub struct Admission<'a> {
+pub struct Admission<'a, 'p> {
     pub operation: &'a str,
     pub group: &'a str,
     pub kind: &'a str,
@@ -26,8 +27,9 @@ pub struct Admission<'a> {
     pub name: &'a str,
     pub object: &'a Value,
     pub old_object: &'a Value,
-    pub template: Option<&'a Node<'a>>,
-    pub old_template: Option<&'a Node<'a>>,
+    /// The pod templates, read from the request's text (`'p`).
+    pub template: Option<&'a Node<'p>>,
+    pub old_template: Option<&'a Node<'p>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -65,7 +67,7 @@ pub enum Decision {
     Reject { message: String, bindings: String },
 }
 
-pub fn decide<'a>(request: &Admission<'a>, settings: &Settings, now: UtcTime) -> Decision {
+pub fn decide<'a, 'p>(request: &Admission<'a, 'p>, settings: &Settings, now: UtcTime) -> Decision {
     let in_scope = request.operation == "UPDATE" && request.sub_resource.is_empty();
     let Some(workload) = workload::of(request.group, request.kind).filter(|_| in_scope) else {
         return Decision::Accept;
@@ -77,14 +79,14 @@ pub fn decide<'a>(request: &Admission<'a>, settings: &Settings, now: UtcTime) ->
     if being_deleted(object) || being_deleted(old) {
         return Decision::Accept;
     }
-    let template = |t: Option<&'a Node<'a>>| t.filter(|t| t.is_object());
+    let template = |t: Option<&'a Node<'p>>| t.filter(|t| t.is_object());
     let (Some(old_template), Some(new_template)) =
         (template(request.old_template), template(request.template))
     else {
         return Decision::Unreadable("spec.template is missing or not an object".into());
     };
 
-    let mut change = classify(old_template, new_template, &settings.artefacts);
+    let mut change = compare(old_template, new_template, &settings.artefacts);
     let held = markers::is_held(old);
     // A held workload whose request dropped the markers was overwritten by a controller: the
     // projector restores the live bindings in the same request, so nothing was unbound.
@@ -224,7 +226,7 @@ fn requests_rolling_control(request: &Admission, workload: &dyn Workload) -> boo
 
 /// The control the request or the old object has, when it lets pods roll.
 fn current_rolling_control<'a>(
-    request: &Admission<'a>,
+    request: &Admission<'a, '_>,
     workload: &dyn Workload,
 ) -> Option<&'a Value> {
     [request.object, request.old_object]

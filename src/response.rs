@@ -18,16 +18,16 @@ pub const WARNING_LIMIT: usize = 120;
 /// The SDK's `ValidationResponse`, field for field, with the mutated object written from the
 /// request's own raw JSON instead of a tree of it.
 #[derive(Serialize)]
-pub struct Answer<'o> {
+pub struct Answer<'o, 'a> {
     accepted: bool,
     message: Option<String>,
     code: Option<u16>,
-    mutated_object: Option<Edited<'o>>,
+    mutated_object: Option<Edited<'o, 'a>>,
     audit_annotations: Option<HashMap<String, String>>,
     warnings: Option<Vec<String>>,
 }
 
-impl Answer<'_> {
+impl Answer<'_, '_> {
     pub fn to_bytes(&self) -> Vec<u8> {
         // Serialising strings and JSON cannot fail; if it ever did, accept.
         serde_json::to_vec(self).unwrap_or_else(|_| br#"{"accepted":true}"#.to_vec())
@@ -48,17 +48,17 @@ pub fn edit(decision: &Decision, object: &mut Value) -> Result<bool, Unwritable>
 }
 
 /// Turns a decision into a response, editing the request's own object.
-pub fn respond<'o>(
+pub fn respond<'o, 'a>(
     decision: Decision,
-    object: &'o mut Object<'_>,
+    object: &'o mut Object<'a>,
     namespace: &str,
     name: &str,
-) -> Answer<'o> {
+) -> Answer<'o, 'a> {
     let changed = match edit(&decision, &mut object.read) {
         Err(Unwritable(why)) => return unreadable(&why),
         Ok(changed) => changed,
     };
-    let object: &'o Object<'_> = object;
+    let object: &'o Object<'a> = object;
     let mutated = || changed.then(|| object.edited());
     match decision {
         Decision::Accept => response(true, None, None, None),
@@ -136,18 +136,18 @@ pub fn respond<'o>(
     }
 }
 
-pub fn unreadable<'o>(why: &str) -> Answer<'o> {
+pub fn unreadable<'o, 'a>(why: &str) -> Answer<'o, 'a> {
     let warning = format!("restage-gate: accepted unchanged, request not readable: {why}");
     let audit = [("decision", "unreadable"), ("reason", why)];
     response(true, None, None, Some((&audit, warning)))
 }
 
-fn response<'o>(
+fn response<'o, 'a>(
     accepted: bool,
     message: Option<String>,
-    mutated_object: Option<Edited<'o>>,
+    mutated_object: Option<Edited<'o, 'a>>,
     notice: Option<(&[(&str, &str)], String)>,
-) -> Answer<'o> {
+) -> Answer<'o, 'a> {
     let (audit_annotations, warnings) = match notice {
         Some((audit, warning)) => (
             Some(

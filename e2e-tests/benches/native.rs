@@ -1,11 +1,11 @@
-//! Native criterion benches of the same inputs as `evaluate`: reading and classifying two
-//! templates, the hold edit and the whole evaluation, without the wasm boundary, to see what
+//! Native criterion benches of the same inputs as `evaluate`: reading and comparing two
+//! templates (as the policy does), the hold edit and the whole evaluation, without the wasm boundary, to see what
 //! the boundary costs.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use restage_gate::clock::UtcTime;
 use restage_gate::template::artefacts::ArtefactRules;
-use restage_gate::template::classify::classify;
+use restage_gate::template::insertion::compare;
 use restage_gate::template::tree::Node;
 use restage_gate::workload::{self, StatefulSet};
 use restage_gate_e2e::workloads::cases;
@@ -25,7 +25,7 @@ fn native(c: &mut Criterion) {
             &format!("read templates and classify: {}", case.name),
             |b| {
                 b.iter(|| {
-                    Some(classify(
+                    Some(compare(
                         &Node::template(&old)?,
                         &Node::template(&new)?,
                         &rules,

@@ -95,7 +95,7 @@ fn is_lower_hex(b: u8) -> bool {
 
 /// `{"name": "SERVICE_BINDING_ROOT", "value": "/bindings"}` and nothing else: what the
 /// projector appends. An app that declares its own root keeps it, and changing it is a restage.
-fn is_projector_root<T: Tree>(env: &T) -> bool {
+pub fn is_projector_root<T: Tree>(env: &T) -> bool {
     env.members().count() == 2
         && name_of(env) == Some(SERVICE_BINDING_ROOT)
         && env.get("value").and_then(T::as_str) == Some(DEFAULT_ROOT)
@@ -122,7 +122,9 @@ impl<'a> Artefacts<'a> {
             secrets: BTreeSet::new(),
         };
         for &template in templates {
-            artefacts.secrets.extend(annotated_secrets(rules, template));
+            artefacts
+                .secrets
+                .extend(secret_annotations(rules, annotations(template)));
             for volume in binding_volumes(rules, template) {
                 artefacts.volumes.extend(name_of(volume));
                 artefacts.secrets.extend(projected_secrets(volume));
@@ -183,16 +185,30 @@ impl<'a> Artefacts<'a> {
     pub fn has_projector_root<T: Tree>(&self, template: &T) -> bool {
         containers(template)
             .flat_map(|c| items(c.get("env")))
-            .filter(|e| e.is_object())
+            .filter(|e| e.may_contain(SERVICE_BINDING_ROOT) && e.is_object())
             .any(is_projector_root)
     }
 
     /// The binding secrets a template projects: a pod created from it needs every one.
     pub fn secrets_in<T: Tree>(&self, template: &'a T) -> BTreeSet<&'a str> {
-        let mut secrets: BTreeSet<&str> = annotated_secrets(self.rules, template).collect();
-        secrets.extend(binding_volumes(self.rules, template).flat_map(projected_secrets));
-        let env_secrets = containers(template)
-            .flat_map(|c| items(c.get("env")))
+        self.secrets_named(
+            annotations(template),
+            items(at(template, &["spec", "volumes"])),
+            containers(template).flat_map(|c| items(c.get("env"))),
+        )
+    }
+
+    /// The binding secrets these annotations, volumes and env vars of a template name.
+    pub fn secrets_named<T: Tree + 'a>(
+        &self,
+        annotations: impl Iterator<Item = (&'a str, &'a T)>,
+        volumes: impl Iterator<Item = &'a T>,
+        env: impl Iterator<Item = &'a T>,
+    ) -> BTreeSet<&'a str> {
+        let mut secrets: BTreeSet<&str> = secret_annotations(self.rules, annotations).collect();
+        let volumes = volumes.filter(|v| self.rules.is_binding_volume(*v));
+        secrets.extend(volumes.flat_map(projected_secrets));
+        let env_secrets = env
             .filter(|e| self.is_env(*e))
             .filter_map(|e| at(e, &["valueFrom", "secretKeyRef", "name"])?.as_str());
         secrets.extend(env_secrets);
@@ -203,11 +219,23 @@ impl<'a> Artefacts<'a> {
     /// `SERVICE_BINDING_ROOT` of the first container (init containers first) that mounts the
     /// binding volume, or the volume name when no container mounts it.
     pub fn bindings<T: Tree>(&self, template: &'a T) -> BTreeMap<String, &'a T> {
-        let volumes: Vec<(&str, &T)> = binding_volumes(self.rules, template)
-            .filter_map(|v| Some((name_of(v)?, v)))
+        bindings_by_name(
+            self.named_volumes(template)
+                .into_iter()
+                .map(|(_, n, v)| (n, v)),
+        )
+    }
+
+    /// The binding volumes of a template in order, each with its place in `spec.volumes` and
+    /// the name of the binding it projects (see `bindings`).
+    pub fn named_volumes<T: Tree>(&self, template: &'a T) -> Vec<(usize, &'a str, &'a T)> {
+        let volumes: Vec<(usize, &str, &T)> = items(at(template, &["spec", "volumes"]))
+            .enumerate()
+            .filter(|(_, v)| self.rules.is_binding_volume(*v))
+            .filter_map(|(i, v)| Some((i, name_of(v)?, v)))
             .collect();
         let mut mounted_as: BTreeMap<&str, Option<&str>> =
-            volumes.iter().map(|(name, _)| (*name, None)).collect();
+            volumes.iter().map(|(_, name, _)| (*name, None)).collect();
         // The projector mounts every binding into every container: once each volume has a
         // name, the remaining containers repeat it.
         let mut unnamed = mounted_as.len();
@@ -228,12 +256,19 @@ impl<'a> Artefacts<'a> {
         }
         volumes
             .into_iter()
-            .map(|(volume, v)| {
+            .map(|(i, volume, v)| {
                 let binding = mounted_as.get(volume).copied().flatten().unwrap_or(volume);
-                (binding.to_string(), v)
+                (i, binding, v)
             })
             .collect()
     }
+}
+
+/// Volumes by binding name; of two with the same name, the later one.
+pub fn bindings_by_name<'a, T>(
+    named: impl IntoIterator<Item = (&'a str, &'a T)>,
+) -> BTreeMap<String, &'a T> {
+    named.into_iter().map(|(n, v)| (n.to_string(), v)).collect()
 }
 
 fn binding_volumes<'a, T: Tree>(
@@ -243,13 +278,19 @@ fn binding_volumes<'a, T: Tree>(
     items(at(template, &["spec", "volumes"])).filter(|v| rules.is_binding_volume(*v))
 }
 
-fn annotated_secrets<'a, T: Tree>(
-    rules: &'a ArtefactRules,
-    template: &'a T,
-) -> impl Iterator<Item = &'a str> {
+/// A template's annotations.
+fn annotations<T: Tree>(template: &T) -> impl Iterator<Item = (&str, &T)> {
     at(template, &["metadata", "annotations"])
         .into_iter()
         .flat_map(|annotations| annotations.members())
+}
+
+/// The secrets named by the projector's secret annotations among `annotations`.
+fn secret_annotations<'a, T: Tree + 'a>(
+    rules: &'a ArtefactRules,
+    annotations: impl Iterator<Item = (&'a str, &'a T)>,
+) -> impl Iterator<Item = &'a str> {
+    annotations
         .filter(|(key, _)| {
             key.starts_with(PROJECTOR_SECRET_ANNOTATION_PREFIX) && rules.is_binding_annotation(key)
         })
@@ -265,7 +306,7 @@ fn projected_secrets<T: Tree>(volume: &T) -> impl Iterator<Item = &str> {
 /// The root a container declares as a plain value, the projector's or the app's own.
 fn own_root<T: Tree>(container: &T) -> Option<&str> {
     items(container.get("env"))
-        .find(|e| name_of(*e) == Some(SERVICE_BINDING_ROOT))
+        .find(|e| e.may_contain(SERVICE_BINDING_ROOT) && name_of(*e) == Some(SERVICE_BINDING_ROOT))
         .and_then(|e| e.get("value")?.as_str())
 }
 

@@ -6,6 +6,8 @@
 //! reads any `Tree`: the templates as a request is read (`tree.rs`, members recognition never
 //! reads left raw), or whole `serde_json` values (tests, tools).
 
+use std::collections::BTreeMap;
+
 use crate::json::{items, Tree};
 use crate::template::artefacts::{ArtefactRules, Artefacts};
 
@@ -84,8 +86,14 @@ pub fn classify<T: Tree>(old: &T, new: &T, rules: &ArtefactRules) -> Change {
 }
 
 fn delta<T: Tree>(old: &T, new: &T, artefacts: &Artefacts) -> BindingDelta {
-    let before = artefacts.bindings(old);
-    let after = artefacts.bindings(new);
+    delta_between(artefacts.bindings(old), artefacts.bindings(new))
+}
+
+/// The binding changes between two templates' bindings by name (`Artefacts::bindings`).
+pub fn delta_between<T: Tree>(
+    before: BTreeMap<String, &T>,
+    after: BTreeMap<String, &T>,
+) -> BindingDelta {
     let mut delta = BindingDelta {
         added: after
             .keys()
@@ -175,7 +183,7 @@ fn fields_equal<T: Tree>(a: &T, b: &T, special: &[&str]) -> bool {
 
 /// Every field but the `special` ones (compared by the caller) is equal as JSON. Both maps
 /// iterate in key order, so they are walked in lockstep, as `Map == Map` does.
-fn fields_equal_in<T: Tree>(a: &T, b: &T, special: &[&str]) -> bool {
+pub fn fields_equal_in<T: Tree>(a: &T, b: &T, special: &[&str]) -> bool {
     let plain = |(k, _): &(&str, &T)| !special.contains(k);
     a.members().filter(plain).eq(b.members().filter(plain))
 }
@@ -280,7 +288,7 @@ mod tests {
         ];
         let [old, respaced, app_env, other_leaf] =
             texts.each_ref().map(|t| Node::template(t).expect("read"));
-        let changed = |new: &Node| classify(&old, new, &rules).kind;
+        let changed = |new| classify(&old, new, &rules).kind;
         assert_eq!(changed(&respaced), ChangeKind::NoChange);
         assert_eq!(changed(&app_env), ChangeKind::Restage);
         assert_eq!(changed(&other_leaf), ChangeKind::Restage);

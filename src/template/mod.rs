@@ -2,4 +2,5 @@
 
 pub mod artefacts;
 pub mod classify;
+pub mod insertion;
 pub mod tree;

@@ -2,14 +2,18 @@
 //! (`metadata.annotations`, `spec.volumes`, and each container's `env` and `volumeMounts`)
 //! become nodes, their strings borrowed from the request; every other member, at every level,
 //! stays the request's raw JSON, compared as text and built into a tree only where its text
-//! differs. Written back, a template is the same JSON.
+//! differs. The elements of those lists are read when first asked for: a bind inserts a few
+//! elements, and the ones both templates share need never be read. Written back, a template is
+//! the same JSON.
 //!
 //! Any JSON reads: a level that is not an object, or `containers` that is not a list, is read
 //! whole, as a tree would hold it. How a member is read depends only on where it sits, so two
 //! templates hold the same member in the same form wherever classification compares them.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
@@ -24,6 +28,10 @@ use crate::json::Tree;
 pub enum Node<'a> {
     /// A member binding recognition never reads, as the request has it.
     Raw(&'a RawValue),
+    /// An element of a list binding recognition reads (a volume, an env var, a mount), as the
+    /// request has it, read whole when first asked for; `None` if it does not read as a tree (a
+    /// number out of range).
+    Lazy(&'a RawValue, OnceCell<Option<Box<Node<'a>>>>),
     Null,
     Bool(bool),
     Number(Number),
@@ -34,23 +42,53 @@ pub enum Node<'a> {
 }
 
 /// Reads a pod template where a request has it.
-pub const TEMPLATE_SEED: Read = Read(Place::Template);
+pub fn template_seed<'a>() -> Read<'a> {
+    Read::at(Place::Template)
+}
 
 impl<'a> Node<'a> {
     /// A pod template from JSON text; `None` when it is not JSON (or a number is out of range
     /// where the template is read).
     pub fn template(text: &'a str) -> Option<Node<'a>> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
-        let node = TEMPLATE_SEED.deserialize(&mut deserializer).ok()?;
+        let node = template_seed().deserialize(&mut deserializer).ok()?;
         deserializer.end().ok()?;
         Some(node)
+    }
+
+    /// A lazily read element, read; anything else, or an element that does not read as a
+    /// tree, as it is.
+    fn read(&self) -> &Self {
+        match self {
+            Node::Lazy(raw, read) => read
+                .get_or_init(|| {
+                    let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+                    Read::at(Place::Whole)
+                        .deserialize(&mut deserializer)
+                        .ok()
+                        .map(Box::new)
+                })
+                .as_deref()
+                .unwrap_or(self),
+            _ => self,
+        }
+    }
+
+    /// Equal as JSON text, without reading: a lazily read element against another one.
+    pub fn same_text(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Node::Lazy(a, _), Node::Lazy(b, _)) | (Node::Raw(a), Node::Raw(b)) => {
+                a.get() == b.get()
+            }
+            _ => false,
+        }
     }
 
     /// The same JSON as a tree; `None` for a raw member a tree cannot hold (nested deeper than
     /// serde_json's limit, a number out of range, an unpaired surrogate escape).
     fn to_value(&self) -> Option<Value> {
         Some(match self {
-            Node::Raw(raw) => serde_json::from_str(raw.get()).ok()?,
+            Node::Raw(raw) | Node::Lazy(raw, _) => serde_json::from_str(raw.get()).ok()?,
             Node::Null => Value::Null,
             Node::Bool(b) => Value::Bool(*b),
             Node::Number(n) => Value::Number(n.clone()),
@@ -75,7 +113,15 @@ impl PartialEq for Node<'_> {
             // The API server writes both templates the same way: equal text settles almost
             // every raw member, and different text is compared as trees. (A raw member meets
             // a read one only if a caller compares members from different places.)
-            (Raw(a), Raw(b)) if a.get() == b.get() => true,
+            (Raw(a), Raw(b)) | (Lazy(a, _), Lazy(b, _)) if a.get() == b.get() => true,
+            (Lazy(..), _) | (_, Lazy(..)) => match (self.read(), other.read()) {
+                // Either did not read as a tree: compared as JSON, as a raw member is.
+                (Lazy(..), _) | (_, Lazy(..)) => match (self.to_value(), other.to_value()) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => false,
+                },
+                (a, b) => a == b,
+            },
             (Raw(_), _) | (_, Raw(_)) => match (self.to_value(), other.to_value()) {
                 (Some(a), Some(b)) => a == b,
                 _ => false,
@@ -93,7 +139,7 @@ impl PartialEq for Node<'_> {
 
 impl Tree for Node<'_> {
     fn get(&self, key: &str) -> Option<&Self> {
-        match self {
+        match self.read() {
             // Keys are unique: the first equal one is the member. A template's objects are
             // small, and equality tests lengths before bytes (an ordered search compares bytes).
             Node::Object(members) => members
@@ -105,29 +151,41 @@ impl Tree for Node<'_> {
     }
 
     fn as_str(&self) -> Option<&str> {
-        match self {
+        match self.read() {
             Node::Str(s) => Some(s),
             _ => None,
         }
     }
 
     fn as_list(&self) -> Option<&[Self]> {
-        match self {
+        match self.read() {
             Node::List(items) => Some(items),
             _ => None,
         }
     }
 
     fn is_object(&self) -> bool {
-        matches!(self, Node::Object(_))
+        matches!(self.read(), Node::Object(_))
     }
 
     fn is_null(&self) -> bool {
-        matches!(self, Node::Null)
+        matches!(self.read(), Node::Null)
+    }
+
+    /// An element not yet read is looked at as text: without an escape, every string in it
+    /// is there as it reads.
+    fn may_contain(&self, text: &str) -> bool {
+        match self {
+            Node::Lazy(raw, read) if read.get().is_none() => {
+                let raw = raw.get().as_bytes();
+                raw.contains(&b'\\') || has(raw, text.as_bytes())
+            }
+            _ => true,
+        }
     }
 
     fn members(&self) -> impl Iterator<Item = (&str, &Self)> {
-        let members = match self {
+        let members = match self.read() {
             Node::Object(members) => members.as_slice(),
             _ => &[],
         };
@@ -138,7 +196,7 @@ impl Tree for Node<'_> {
 impl Serialize for Node<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Node::Raw(raw) => raw.serialize(serializer),
+            Node::Raw(raw) | Node::Lazy(raw, _) => raw.serialize(serializer),
             Node::Null => serializer.serialize_unit(),
             Node::Bool(b) => serializer.serialize_bool(*b),
             Node::Number(n) => n.serialize(serializer),
@@ -161,6 +219,17 @@ impl Serialize for Node<'_> {
     }
 }
 
+/// Whether `needle` occurs in `hay`. Elements are short: a plain search beats setting up
+/// `str::contains`'s searcher for each.
+fn has(hay: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    hay.iter()
+        .enumerate()
+        .any(|(i, &b)| b == first && hay[i + 1..].starts_with(rest))
+}
+
 /// Where a member sits, and so how much of it is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
@@ -170,6 +239,8 @@ enum Place {
     /// `containers` or `initContainers`.
     Containers,
     Container,
+    /// A list binding recognition reads: its elements are read when asked for.
+    Elements,
     /// Read whole: what binding recognition reads, and anything of an unexpected shape.
     Whole,
 }
@@ -178,44 +249,51 @@ impl Place {
     /// Where member `key` of an object here sits; `None`: it stays raw.
     fn member(self, key: &str) -> Option<Place> {
         match (self, key) {
-            (Place::Whole, _) => Some(Place::Whole),
+            // Of an unexpected shape (an object where a list belongs): read whole.
+            (Place::Whole | Place::Elements, _) => Some(Place::Whole),
             (Place::Template, "metadata") => Some(Place::Metadata),
             (Place::Template, "spec") => Some(Place::Spec),
             (Place::Metadata, "annotations") => Some(Place::Whole),
-            (Place::Spec, "volumes") => Some(Place::Whole),
+            (Place::Spec, "volumes") => Some(Place::Elements),
             (Place::Spec, "containers" | "initContainers") => Some(Place::Containers),
             // `containers` that is not a list.
             (Place::Containers, _) => Some(Place::Whole),
-            (Place::Container, "env" | "volumeMounts") => Some(Place::Whole),
+            (Place::Container, "env" | "volumeMounts") => Some(Place::Elements),
             _ => None,
         }
     }
 }
 
-/// Reads a value at a place.
-pub struct Read(Place);
+/// Reads a value at a place, borrowing from text that lives for `'a`.
+pub struct Read<'a>(Place, PhantomData<Node<'a>>);
 
-impl<'de> DeserializeSeed<'de> for Read {
-    type Value = Node<'de>;
+impl Read<'_> {
+    fn at(place: Place) -> Self {
+        Read(place, PhantomData)
+    }
+}
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node<'de>, D::Error> {
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Read<'a> {
+    type Value = Node<'a>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node<'a>, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Read {
-    type Value = Node<'de>;
+impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
+    type Value = Node<'a>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'a>, A::Error> {
         let mut members = Vec::new();
-        while let Some(key) = map.next_key_seed(Key)? {
+        while let Some(key) = map.next_key_seed(Key(PhantomData))? {
             let node = match self.0.member(&key) {
-                Some(place) => map.next_value_seed(Read(place))?,
-                None => Node::Raw(map.next_value()?),
+                Some(place) => map.next_value_seed(Read::at(place))?,
+                None => Node::Raw(map.next_value::<&'a RawValue>()?),
             };
             members.push((key, node));
         }
@@ -231,65 +309,72 @@ impl<'de> Visitor<'de> for Read {
         Ok(Node::Object(members))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'a>, A::Error> {
+        if self.0 == Place::Elements {
+            let mut items = Vec::new();
+            while let Some(raw) = seq.next_element::<&'a RawValue>()? {
+                items.push(Node::Lazy(raw, OnceCell::new()));
+            }
+            return Ok(Node::List(items));
+        }
         let element = match self.0 {
             Place::Containers => Place::Container,
             _ => Place::Whole,
         };
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(Read(element))? {
+        while let Some(item) = seq.next_element_seed(Read::at(element))? {
             items.push(item);
         }
         Ok(Node::List(items))
     }
 
-    fn visit_unit<E>(self) -> Result<Node<'de>, E> {
+    fn visit_unit<E>(self) -> Result<Node<'a>, E> {
         Ok(Node::Null)
     }
 
-    fn visit_bool<E>(self, v: bool) -> Result<Node<'de>, E> {
+    fn visit_bool<E>(self, v: bool) -> Result<Node<'a>, E> {
         Ok(Node::Bool(v))
     }
 
-    fn visit_i64<E>(self, v: i64) -> Result<Node<'de>, E> {
+    fn visit_i64<E>(self, v: i64) -> Result<Node<'a>, E> {
         Ok(Node::Number(v.into()))
     }
 
-    fn visit_u64<E>(self, v: u64) -> Result<Node<'de>, E> {
+    fn visit_u64<E>(self, v: u64) -> Result<Node<'a>, E> {
         Ok(Node::Number(v.into()))
     }
 
-    fn visit_f64<E>(self, v: f64) -> Result<Node<'de>, E> {
+    fn visit_f64<E>(self, v: f64) -> Result<Node<'a>, E> {
         // As a tree holds it: JSON text never reads as a non-finite number.
         Ok(Number::from_f64(v).map_or(Node::Null, Node::Number))
     }
 
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Node<'de>, E> {
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Node<'a>, E> {
         Ok(Node::Str(Cow::Borrowed(v)))
     }
 
-    fn visit_str<E>(self, v: &str) -> Result<Node<'de>, E> {
+    fn visit_str<E>(self, v: &str) -> Result<Node<'a>, E> {
         Ok(Node::Str(Cow::Owned(v.to_string())))
     }
 
-    fn visit_string<E>(self, v: String) -> Result<Node<'de>, E> {
+    fn visit_string<E>(self, v: String) -> Result<Node<'a>, E> {
         Ok(Node::Str(Cow::Owned(v)))
     }
 }
 
 /// An object key, borrowed unless it has escapes.
-struct Key;
+struct Key<'a>(PhantomData<Cow<'a, str>>);
 
-impl<'de> DeserializeSeed<'de> for Key {
-    type Value = Cow<'de, str>;
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Key<'a> {
+    type Value = Cow<'a, str>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for Key {
-    type Value = Cow<'de, str>;
+impl<'de: 'a, 'a> Visitor<'de> for Key<'a> {
+    type Value = Cow<'a, str>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a key")
@@ -318,10 +403,11 @@ mod tests {
         Node::template(text).expect("JSON")
     }
 
-    /// The raw members of a node, with their paths.
+    /// The raw members of a node, with their paths, and the elements read when asked for.
     fn raw_paths(node: &Node, path: &str, out: &mut Vec<String>) {
         match node {
             Node::Raw(_) => out.push(path.to_string()),
+            Node::Lazy(..) => out.push(format!("{path} when asked")),
             Node::List(items) => {
                 for (i, item) in items.iter().enumerate() {
                     raw_paths(item, &format!("{path}[{i}]"), out);
@@ -355,16 +441,24 @@ mod tests {
             raw,
             [
                 ".metadata.labels",
+                ".spec.containers[0].env[0] when asked",
                 ".spec.containers[0].image",
                 ".spec.containers[0].name",
                 ".spec.containers[0].ports",
+                ".spec.containers[0].volumeMounts[0] when asked",
                 ".spec.dnsPolicy",
                 ".spec.initContainers[0].image",
                 ".spec.initContainers[0].name",
+                ".spec.volumes[0] when asked",
             ]
         );
         assert_eq!(node.to_value(), Some(template.clone()));
         assert_eq!(serde_json::to_value(&node).ok(), Some(template));
+        // Asked for, an element reads as its tree.
+        let volume = crate::json::at(&node, &["spec", "volumes"])
+            .and_then(|v| v.as_list())
+            .and_then(|v| v.first());
+        assert_eq!(volume.and_then(crate::json::name_of), Some("v"));
         // Of an unexpected shape, a level is read whole: nothing of it stays raw.
         let odd = read(&json!({"spec": {"containers": {"c": {"image": "app:1"}}}}));
         let mut raw = Vec::new();

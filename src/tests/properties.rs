@@ -23,6 +23,7 @@ use crate::response;
 use crate::settings::Settings;
 use crate::template::artefacts::ArtefactRules;
 use crate::template::classify::{classify, ChangeKind};
+use crate::template::insertion::compare;
 use crate::template::tree::Node;
 
 /// (name, env, image) of a generated container.
@@ -57,6 +58,12 @@ prop_compose! {
             Just(json!({"type": "RollingUpdate"})),
         ],
         managed in any::<bool>(),
+        // The workload's own: read only at the markers' prefix, the rest written back raw.
+        own in prop::collection::btree_map(
+            prop_oneof![Just("restage-gate.io/x".to_string()), "[a-z]{1,5}\\.io/[a-z]{1,5}"],
+            prop_oneof![Just(json!("{\"a\":[1]}")), Just(json!(null)), "[a-z0-9]{0,5}".prop_map(|v| json!(v))],
+            0..3,
+        ),
     ) -> Value {
         let to_containers = |list: Vec<ContainerSpec>, prefix: &str| -> Vec<Value> {
             list.into_iter().enumerate().map(|(i, (n, e, img))| container(format!("{prefix}{i}-{n}"), e, img)).collect()
@@ -78,6 +85,9 @@ prop_compose! {
         // As the API server sends it: the policy keeps it raw and must write it back as it was.
         if managed {
             app = with_managed_fields(app);
+        }
+        if !own.is_empty() {
+            app["metadata"]["annotations"] = json!(own);
         }
         app
     }
@@ -276,6 +286,140 @@ fn pair() -> impl Strategy<Value = (Value, Value)> {
         })
 }
 
+/// Where an insertion goes: a list of the template (volumes; env or mounts of the container at
+/// that index, init containers first) or its annotations.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Volume,
+    Env(usize),
+    Mount(usize),
+    Annotation,
+}
+
+/// An element inserted into a template: `choice` picks from what a projector inserts, what
+/// looks like it, what the app owns, and copies of what the list already has.
+#[derive(Debug, Clone)]
+struct Insertion {
+    slot: Slot,
+    position: usize,
+    choice: usize,
+}
+
+fn insertion() -> impl Strategy<Value = Insertion> {
+    let slot = prop_oneof![
+        Just(Slot::Volume),
+        (0usize..4).prop_map(Slot::Env),
+        (0usize..4).prop_map(Slot::Mount),
+        Just(Slot::Annotation),
+    ];
+    (slot, 0usize..8, 0usize..8).prop_map(|(slot, position, choice)| Insertion {
+        slot,
+        position,
+        choice,
+    })
+}
+
+/// `template` with `insertion` made. The pool's binding 5 is never in a generated template;
+/// binding 0 may be.
+fn insert(template: &mut Value, insertion: &Insertion) {
+    let (new, old) = (binding(5, false), binding(0, false));
+    let secret_env = |secret: &str| json!({"name": "DB", "valueFrom": {"secretKeyRef": {"name": secret, "key": "url"}}});
+    let pick = |pool: Vec<Value>, list: &[Value]| {
+        let copies = list.len();
+        let i = insertion.choice % (pool.len() + copies.min(1));
+        pool.get(i)
+            .cloned()
+            .unwrap_or_else(|| list[insertion.choice % copies].clone())
+    };
+    let into = |list: &mut Vec<Value>, element: Value| {
+        let at = insertion.position % (list.len() + 1);
+        list.insert(at, element);
+    };
+    let containers: Vec<&str> = ["initContainers", "containers"]
+        .into_iter()
+        .flat_map(|key| {
+            let n = template["spec"][key].as_array().map_or(0, Vec::len);
+            std::iter::repeat_n(key, n).collect::<Vec<_>>()
+        })
+        .collect();
+    let container = |i: usize| {
+        let key = containers[i % containers.len()];
+        let index = containers[..i % containers.len()]
+            .iter()
+            .filter(|k| **k == key)
+            .count();
+        (key, index)
+    };
+    let list = |value: &mut Value, key: &str| {
+        if !value[key].is_array() {
+            value[key] = json!([]);
+        }
+        std::mem::take(value[key].as_array_mut().expect("a list"))
+    };
+    match insertion.slot {
+        Slot::Volume => {
+            let spec = &mut template["spec"];
+            let mut volumes = list(spec, "volumes");
+            let pool = vec![
+                json!({"name": new.volume_name(), "projected": {"sources": [{"secret": {"name": new.secret}}]}}),
+                json!({"name": "servicebinding-not-a-uid", "projected": {"sources": []}}),
+                json!({"name": format!("binding-{}", "ab".repeat(20)), "projected": {"sources": [{"secret": {"name": "vm-secret"}}]}}),
+                json!({"name": "cache", "emptyDir": {}}),
+            ];
+            let element = pick(pool, &volumes);
+            into(&mut volumes, element);
+            spec["volumes"] = json!(volumes);
+        }
+        Slot::Env(i) | Slot::Mount(i) if containers.is_empty() => {
+            let _ = i;
+        }
+        Slot::Env(i) => {
+            let (key, index) = container(i);
+            let c = &mut template["spec"][key][index];
+            let mut env = list(c, "env");
+            let pool = vec![
+                json!({"name": "SERVICE_BINDING_ROOT", "value": "/bindings"}),
+                json!({"name": "SERVICE_BINDING_ROOT", "value": "/other"}),
+                secret_env(&new.secret),
+                secret_env(&old.secret),
+                json!({"name": "TYPE", "valueFrom": {"fieldRef": {"fieldPath": format!("metadata.annotations['{}']", new.annotation("type"))}}}),
+                json!({"name": "A", "value": "1"}),
+            ];
+            let element = pick(pool, &env);
+            into(&mut env, element);
+            c["env"] = json!(env);
+        }
+        Slot::Mount(i) => {
+            let (key, index) = container(i);
+            let c = &mut template["spec"][key][index];
+            let mut mounts = list(c, "volumeMounts");
+            let pool = vec![
+                json!({"name": new.volume_name(), "mountPath": "/bindings/svc-5"}),
+                json!({"name": new.volume_name(), "mountPath": "/bindings/a/b"}),
+                json!({"name": old.volume_name(), "mountPath": "/bindings/renamed"}),
+                json!({"name": "cache", "mountPath": "/cache"}),
+            ];
+            let element = pick(pool, &mounts);
+            into(&mut mounts, element);
+            c["volumeMounts"] = json!(mounts);
+        }
+        Slot::Annotation => {
+            let annotations = &mut template["metadata"]["annotations"];
+            let (key, value) = match insertion.choice % 4 {
+                0 => (new.annotation("secret"), new.secret.clone()),
+                1 => (new.annotation("type"), "mysql".to_string()),
+                2 => ("app.io/x".to_string(), "1".to_string()),
+                // An annotation the template has, changed.
+                _ => match annotations.as_object().and_then(|a| a.keys().next()) {
+                    Some(k) => (k.clone(), "changed".to_string()),
+                    None => ("app.io/y".to_string(), "2".to_string()),
+                },
+            };
+            annotations[key] = json!(value);
+        }
+    }
+}
+
 /// JSON text of any shape, its keys drawn from the members a template read (`tree.rs`) treats
 /// apart, so that levels of unusual shapes, repeated keys and look-alike members all occur.
 fn template_like() -> impl Strategy<Value = String> {
@@ -403,7 +547,25 @@ proptest! {
         };
         let (a_text, b_text) = (text(a, false), text(b, pretty));
         let read = |t| Node::template(t).expect("JSON");
-        prop_assert_eq!(classify(&read(&a_text), &read(&b_text), &rules), classify(a, b, &rules));
+        prop_assert_eq!(compare(&read(&a_text), &read(&b_text), &rules), classify(a, b, &rules));
+    }
+
+    #[test]
+    fn templates_with_elements_inserted_or_removed_classify_as_whole_trees(
+        (old, _) in pair(),
+        insertions in prop::collection::vec(insertion(), 1..4),
+    ) {
+        let old = old["spec"]["template"].clone();
+        let mut new = old.clone();
+        for i in &insertions {
+            insert(&mut new, i);
+        }
+        let rules = ArtefactRules::default();
+        let (a_text, b_text) = (old.to_string(), new.to_string());
+        let read = |t| Node::template(t).expect("JSON");
+        prop_assert_eq!(compare(&read(&a_text), &read(&b_text), &rules), classify(&old, &new, &rules));
+        // And removed: the change back.
+        prop_assert_eq!(compare(&read(&b_text), &read(&a_text), &rules), classify(&new, &old, &rules));
     }
 
     #[test]
@@ -412,7 +574,7 @@ proptest! {
         let read = |t| Node::template(t).expect("JSON");
         let tree = |t: &str| serde_json::from_str::<Value>(t).expect("JSON");
         prop_assert_eq!(
-            classify(&read(&old), &read(&new), &rules),
+            compare(&read(&old), &read(&new), &rules),
             classify(&tree(&old), &tree(&new), &rules)
         );
     }

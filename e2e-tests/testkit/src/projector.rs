@@ -61,7 +61,8 @@ impl Binding {
         format!("servicebinding-{}", self.uid)
     }
 
-    fn annotation(&self, what: &str) -> String {
+    /// The projector's template annotation recording `what` (`secret`, `type`, `provider`).
+    pub fn annotation(&self, what: &str) -> String {
         format!("projector.servicebinding.io/{what}-{}", self.uid)
     }
 

@@ -1,0 +1,381 @@
+//! A bind, told from what it inserted. A servicebinding.io projector binds by inserting: a
+//! volume, a mount and perhaps `SERVICE_BINDING_ROOT` into each container, annotations. When
+//! the new template is the old one with only binding artefacts inserted into those lists and
+//! maps, `classify` can only answer "binding-only, these bindings added", and that answer is
+//! worked out here from the inserted elements, the new template's volumes and its mounts,
+//! without reading either template's other elements (most of a template with many bindings).
+//! Anything else goes to `classify`.
+//!
+//! Why the answer is the same, given that the old template is the new one without the
+//! inserted elements (equal as JSON text, so as JSON) and every inserted element is an
+//! artefact:
+//! - every artefact of the old template is in the new one, so the recognisers built from the
+//!   new template alone are the ones built from both;
+//! - the templates differ, and with the artefacts left out they are equal: the elements both
+//!   have are recognised alike on both sides, and every inserted one is left out;
+//! - the new template has an artefact (an inserted one), so nothing was emptied or wiped;
+//! - every secret the old template projects, the new one still does: nothing dropped;
+//! - a binding volume both have keeps its binding name when no inserted mount names it and
+//!   no container's root changes (checked below), so the old bindings are the new template's
+//!   bindings of the volumes both have.
+
+use std::ops::Range;
+
+use crate::json::{name_of, Tree};
+use crate::template::artefacts::{
+    bindings_by_name, is_projector_root, ArtefactRules, Artefacts, SERVICE_BINDING_ROOT,
+};
+use crate::template::classify::{
+    classify, delta_between, fields_equal_in, BindingDelta, Change, ChangeKind,
+};
+use crate::template::tree::Node;
+
+/// How two pod templates read from a request differ: `classify`'s answer.
+pub fn compare<'a>(old: &Node<'a>, new: &Node<'a>, rules: &ArtefactRules) -> Change {
+    // A change that inserts something removes nothing: the other way round is looked at only
+    // where nothing was inserted.
+    let told = match inserted(old, new) {
+        Some(added) => bind(&added, new, rules),
+        None => inserted(new, old).and_then(|removed| unbind(&removed, old, new, rules)),
+    };
+    told.unwrap_or_else(|| classify(old, new, rules))
+}
+
+/// What the new template inserted into the old one.
+#[derive(Default)]
+struct Inserted<'t, 'a> {
+    /// Where in the new template's `spec.volumes`.
+    volumes: Range<usize>,
+    env: Vec<&'t Node<'a>>,
+    mounts: Vec<&'t Node<'a>>,
+    annotations: Vec<(&'t str, &'t Node<'a>)>,
+}
+
+impl Inserted<'_, '_> {
+    fn is_empty(&self) -> bool {
+        self.volumes.is_empty()
+            && self.env.is_empty()
+            && self.mounts.is_empty()
+            && self.annotations.is_empty()
+    }
+}
+
+/// `classify`'s answer when the new template is the old one with `inserted`, and that is
+/// only binding artefacts; `None` otherwise.
+fn bind<'t, 'a>(
+    inserted: &Inserted<'t, 'a>,
+    new: &'t Node<'a>,
+    rules: &'t ArtefactRules,
+) -> Option<Change> {
+    let (artefacts, _) = artefacts_only(inserted, new, rules)?;
+    let (named, kept) = bindings(&artefacts, new, inserted)?;
+    Some(Change {
+        kind: ChangeKind::BindingOnly,
+        emptied: false,
+        delta: delta_between(bindings_by_name(kept), bindings_by_name(named)),
+        dropped_secrets: Vec::new(),
+    })
+}
+
+/// `classify`'s answer when the old template is the new one with `removed` (an unbind, or a
+/// controller's write of its own template), and that is only binding artefacts; `None`
+/// otherwise. The mirror of `bind`:
+/// - the recognisers of the old template alone are those of both;
+/// - the old template has an artefact (a removed one); the new one, if it has any;
+/// - the old template has the projector's root if a removed env var is the root, or if the new
+///   one has it (its env vars are the old one's, less the removed ones);
+/// - the dropped secrets are those the removed elements name and the new template does not.
+fn unbind<'t, 'a>(
+    removed: &Inserted<'t, 'a>,
+    old: &'t Node<'a>,
+    new: &'t Node<'a>,
+    rules: &'t ArtefactRules,
+) -> Option<Change> {
+    let (artefacts, volumes) = artefacts_only(removed, old, rules)?;
+    let emptied = !artefacts.present_in(new);
+    let had_root =
+        removed.env.iter().any(|e| is_projector_root(*e)) || artefacts.has_projector_root(new);
+    if emptied && had_root {
+        return Some(Change {
+            kind: ChangeKind::Wipe,
+            emptied: false,
+            delta: BindingDelta::default(),
+            dropped_secrets: Vec::new(),
+        });
+    }
+    let (named, kept) = bindings(&artefacts, old, removed)?;
+    let kept_secrets = artefacts.secrets_in(new);
+    let removed_secrets = artefacts.secrets_named(
+        removed.annotations.iter().copied(),
+        volumes.iter(),
+        removed.env.iter().copied(),
+    );
+    Some(Change {
+        kind: ChangeKind::BindingOnly,
+        emptied,
+        delta: delta_between(bindings_by_name(named), bindings_by_name(kept)),
+        dropped_secrets: removed_secrets
+            .into_iter()
+            .filter(|s| !kept_secrets.contains(s))
+            .map(str::to_string)
+            .collect(),
+    })
+}
+
+/// The recognisers of the larger template and the volumes among `extra` (what it has on top
+/// of the smaller one), when `extra` has elements and every one is an artefact.
+fn artefacts_only<'t, 'a>(
+    extra: &Inserted<'t, 'a>,
+    larger: &'t Node<'a>,
+    rules: &'t ArtefactRules,
+) -> Option<(Artefacts<'t>, &'t [Node<'a>])> {
+    if extra.is_empty() {
+        return None;
+    }
+    let volumes = &list(larger.get("spec").and_then(|s| s.get("volumes")))?[extra.volumes.clone()];
+    let artefacts = Artefacts::for_templates(rules, &[larger]);
+    let only_artefacts = extra
+        .annotations
+        .iter()
+        .all(|(k, _)| artefacts.is_annotation(k))
+        && volumes.iter().all(|v| artefacts.is_volume(v))
+        && extra.env.iter().all(|e| artefacts.is_env(*e))
+        && extra.mounts.iter().all(|m| artefacts.is_mount(*m));
+    only_artefacts.then_some((artefacts, volumes))
+}
+
+/// Bindings, each as (binding name, volume).
+type Named<'t, 'a> = Vec<(&'t str, &'t Node<'a>)>;
+
+/// The larger template's bindings: all of them, and those of the volumes both templates have.
+/// `None` when a binding both have may be named otherwise in the smaller one: a mount of it,
+/// or a root, is among the extra elements.
+fn bindings<'t, 'a>(
+    artefacts: &Artefacts<'t>,
+    larger: &'t Node<'a>,
+    extra: &Inserted<'t, 'a>,
+) -> Option<(Named<'t, 'a>, Named<'t, 'a>)> {
+    let named = artefacts.named_volumes(larger);
+    let kept: Named = named
+        .iter()
+        .filter(|(i, _, _)| !extra.volumes.contains(i))
+        .map(|(_, n, v)| (*n, *v))
+        .collect();
+    let renamed = extra
+        .mounts
+        .iter()
+        .filter_map(|m| name_of(*m))
+        .any(|m| kept.iter().any(|(_, v)| name_of(*v) == Some(m)));
+    let root = extra
+        .env
+        .iter()
+        .any(|e| name_of(*e) == Some(SERVICE_BINDING_ROOT));
+    if renamed || (root && !kept.is_empty()) {
+        return None;
+    }
+    let named = named.into_iter().map(|(_, n, v)| (n, v)).collect();
+    Some((named, kept))
+}
+
+/// The elements `new` inserted, where the templates are equal apart from elements inserted
+/// into the lists and maps binding recognition reads; `None` otherwise.
+fn inserted<'t, 'a>(old: &'t Node<'a>, new: &'t Node<'a>) -> Option<Inserted<'t, 'a>> {
+    let mut inserted = Inserted::default();
+    apart(old, new, &["metadata", "spec"])?;
+    let (old_meta, new_meta) = (old.get("metadata")?, new.get("metadata")?);
+    let (old_spec, new_spec) = (old.get("spec")?, new.get("spec")?);
+    apart(old_meta, new_meta, &["annotations"])?;
+    inserted.annotations = added_members(old_meta.get("annotations"), new_meta.get("annotations"))?;
+    apart(
+        old_spec,
+        new_spec,
+        &["volumes", "containers", "initContainers"],
+    )?;
+    let (at, volumes) = added(old_spec.get("volumes"), new_spec.get("volumes"))?;
+    inserted.volumes = at..at + volumes.len();
+    for key in ["initContainers", "containers"] {
+        let (old_list, new_list) = (list(old_spec.get(key))?, list(new_spec.get(key))?);
+        if old_list.len() != new_list.len() {
+            return None;
+        }
+        for (a, b) in old_list.iter().zip(new_list) {
+            apart(a, b, &["env", "volumeMounts"])?;
+            inserted.env.extend(added(a.get("env"), b.get("env"))?.1);
+            inserted
+                .mounts
+                .extend(added(a.get("volumeMounts"), b.get("volumeMounts"))?.1);
+        }
+    }
+    Some(inserted)
+}
+
+/// Both are objects, equal as JSON apart from the `special` members.
+fn apart<'a>(a: &Node<'a>, b: &Node<'a>, special: &[&str]) -> Option<()> {
+    (a.is_object() && b.is_object() && fields_equal_in(a, b, special)).then_some(())
+}
+
+/// A list's elements; absent or null is an empty list, as for `classify`.
+fn list<'t, 'a>(v: Option<&'t Node<'a>>) -> Option<&'t [Node<'a>]> {
+    match v {
+        None => Some(&[]),
+        Some(v) if v.is_null() => Some(&[]),
+        Some(v) => v.as_list(),
+    }
+}
+
+/// Where `new` is `old` with elements inserted in one place (the elements both have compared
+/// as text), that place and the inserted elements.
+fn added<'t, 'a>(
+    old: Option<&'t Node<'a>>,
+    new: Option<&'t Node<'a>>,
+) -> Option<(usize, &'t [Node<'a>])> {
+    let (old, new) = (list(old)?, list(new)?);
+    let prefix = old
+        .iter()
+        .zip(new)
+        .take_while(|(a, b)| a.same_text(b))
+        .count();
+    let rest = &old[prefix..];
+    let suffix = rest
+        .iter()
+        .rev()
+        .zip(new[prefix..].iter().rev())
+        .take_while(|(a, b)| a.same_text(b))
+        .count();
+    (suffix == rest.len()).then(|| (prefix, &new[prefix..new.len() - suffix]))
+}
+
+/// The members `new` adds to `old` (maps; absent or null is empty) when it changes none of
+/// `old`'s.
+fn added_members<'t, 'a>(
+    old: Option<&Node<'a>>,
+    new: Option<&'t Node<'a>>,
+) -> Option<Vec<(&'t str, &'t Node<'a>)>> {
+    let map = |m: Option<&Node<'a>>| m.is_none_or(|m| m.is_null() || m.is_object());
+    if !map(old) || !map(new) {
+        return None;
+    }
+    let mut old = old.into_iter().flat_map(Node::members).peekable();
+    let mut keys = Vec::new();
+    for (key, value) in new.into_iter().flat_map(Node::members) {
+        match old.peek() {
+            Some((k, v)) if *k == key => {
+                if *v != value {
+                    return None;
+                }
+                old.next();
+            }
+            _ => keys.push((key, value)),
+        }
+    }
+    old.next().is_none().then_some(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::{fixture, template_of};
+    use restage_gate_testkit::projector::{project, Binding};
+    use serde_json::{json, Value};
+
+    type Teller = for<'a> fn(&Node<'a>, &Node<'a>, &ArtefactRules) -> Option<Change>;
+
+    /// `bind`'s answer, checked against `classify` on the whole trees.
+    fn told(old: &Value, new: &Value) -> Option<Change> {
+        told_by(
+            |old, new, rules| bind(&inserted(old, new)?, new, rules),
+            old,
+            new,
+        )
+    }
+
+    /// `unbind`'s answer, checked against `classify` on the whole trees.
+    fn told_unbind(old: &Value, new: &Value) -> Option<Change> {
+        let teller: Teller = |old, new, rules| unbind(&inserted(new, old)?, old, new, rules);
+        told_by(teller, old, new)
+    }
+
+    /// The answer of `teller`, checked against `classify` on the whole trees.
+    fn told_by(teller: Teller, old: &Value, new: &Value) -> Option<Change> {
+        let rules = ArtefactRules::default();
+        let (a, b) = (old.to_string(), new.to_string());
+        let (a, b) = (
+            Node::template(&a).expect("JSON"),
+            Node::template(&b).expect("JSON"),
+        );
+        let answer = teller(&a, &b, &rules);
+        if let Some(change) = &answer {
+            assert_eq!(change, &classify(old, new, &rules));
+        }
+        answer
+    }
+
+    #[test]
+    fn a_bind_is_told_from_what_it_inserted() {
+        let unbound = fixture("statefulset-0-unbound.json");
+        let bound = fixture("statefulset-1-bound-upsi.json");
+        let bind = told(template_of(&unbound), template_of(&bound)).expect("an insertion");
+        assert_eq!(bind.kind, ChangeKind::BindingOnly);
+        assert_eq!(bind.delta.added, ["d41d8cd9-8f00-4b20-9e80-0998ecf8427e"]);
+    }
+
+    #[test]
+    fn an_unbind_is_told_from_what_it_removed() {
+        let bound = fixture("statefulset-1-bound-upsi.json");
+        let second = Binding::new(
+            "8e7d6c5b-4a39-4281-9f0e-1d2c3b4a5968",
+            "orders-db",
+            "orders-db-secret",
+        );
+        let mut both = bound.clone();
+        project(&mut both, &second);
+        let unbind_change =
+            told_unbind(template_of(&both), template_of(&bound)).expect("a removal");
+        assert_eq!(unbind_change.kind, ChangeKind::BindingOnly);
+        assert_eq!(unbind_change.delta.removed, ["orders-db"]);
+        assert_eq!(unbind_change.dropped_secrets, ["orders-db-secret"]);
+        // Without the projector's root, which no unbind removes: a controller's own template.
+        let unbound = fixture("statefulset-0-unbound.json");
+        let wipe = told_unbind(template_of(&both), template_of(&unbound));
+        assert_eq!(wipe.map(|c| c.kind), Some(ChangeKind::Wipe));
+    }
+
+    #[test]
+    fn anything_but_inserted_artefacts_goes_to_classify() {
+        let unbound = fixture("statefulset-0-unbound.json");
+        let bound = fixture("statefulset-1-bound-upsi.json");
+        let (unbound, bound) = (template_of(&unbound), template_of(&bound));
+        // An unbind removes.
+        assert_eq!(told(bound, unbound), None);
+        // Inserted, but the app's own.
+        let mut app_env = bound.clone();
+        app_env["spec"]["containers"][0]["env"]
+            .as_array_mut()
+            .expect("env")
+            .push(json!({"name": "A", "value": "1"}));
+        assert_eq!(told(unbound, &app_env), None);
+        // Nothing inserted, something changed.
+        let mut image = unbound.clone();
+        image["spec"]["containers"][0]["image"] = json!("app:2");
+        assert_eq!(told(unbound, &image), None);
+        assert_eq!(told(unbound, unbound), None);
+    }
+
+    #[test]
+    fn a_mount_inserted_for_a_binding_both_have_goes_to_classify() {
+        // It may give that binding another name.
+        let bound = fixture("statefulset-1-bound-upsi.json");
+        let bound = template_of(&bound);
+        let volume = bound["spec"]["volumes"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v.get("projected").is_some()))
+            .and_then(|v| v["name"].as_str())
+            .expect("a binding volume");
+        let mut remounted = bound.clone();
+        remounted["spec"]["containers"][0]["volumeMounts"]
+            .as_array_mut()
+            .expect("mounts")
+            .insert(0, json!({"name": volume, "mountPath": "/bindings/renamed"}));
+        assert_eq!(told(bound, &remounted), None);
+    }
+}
