@@ -341,6 +341,32 @@ mod tests {
     }
 
     #[test]
+    fn a_root_spelled_with_an_escape_still_names_the_binding() {
+        let uid = "3f9c2b7e-1d4a-4e8b-9c6f-0a1b2c3d4e5f";
+        let template = |volumes: &str, mounts: &str| {
+            format!(
+                r#"{{"metadata": {{}}, "spec": {{"volumes": [{volumes}], "containers": [{{"name": "app",
+                "env": [{{"name": "SERVICE_BINDING_ROO\u0054", "value": "/b"}}],
+                "volumeMounts": [{mounts}]}}]}}}}"#
+            )
+        };
+        let old = template("", "");
+        let new = template(
+            &format!(r#"{{"name": "servicebinding-{uid}", "projected": {{"sources": []}}}}"#),
+            &format!(r#"{{"name": "servicebinding-{uid}", "mountPath": "/b/orders/db"}}"#),
+        );
+        let rules = ArtefactRules::default();
+        let (a, b) = (
+            Node::template(&old).expect("JSON"),
+            Node::template(&new).expect("JSON"),
+        );
+        let change = bind(&inserted(&a, &b).expect("an insertion"), &b, &rules).expect("a bind");
+        assert_eq!(change.delta.added, ["orders/db"]);
+        let tree = |t: &str| serde_json::from_str::<Value>(t).expect("JSON");
+        assert_eq!(change, classify(&tree(&old), &tree(&new), &rules));
+    }
+
+    #[test]
     fn anything_but_inserted_artefacts_goes_to_classify() {
         let unbound = fixture("statefulset-0-unbound.json");
         let bound = fixture("statefulset-1-bound-upsi.json");

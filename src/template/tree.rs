@@ -500,6 +500,28 @@ mod tests {
     }
 
     #[test]
+    fn an_element_not_yet_read_may_contain_only_what_its_text_can_hold() {
+        let template = r#"{"spec": {"containers": [{"env": [
+            {"name": "PORT", "value": "8080"},
+            {"name": "SERVICE_BINDING_ROO\u0054", "value": "/b"},
+            {"name": "SERVICE_BINDING_ROOT", "value": "/bindings"}]}]}}"#;
+        let node = Node::template(template).expect("JSON");
+        let env = crate::json::at(&node, &["spec", "containers"])
+            .and_then(|c| c.as_list()?.first()?.get("env")?.as_list())
+            .expect("env");
+        let root = "SERVICE_BINDING_ROOT";
+        // No such text and no escape: it cannot be there.
+        assert!(!env[0].may_contain(root));
+        // An escape may spell it.
+        assert!(env[1].may_contain(root));
+        assert_eq!(crate::json::name_of(&env[1]), Some(root));
+        assert!(env[2].may_contain(root));
+        // Once read, it is asked as a tree.
+        assert_eq!(crate::json::name_of(&env[0]), Some("PORT"));
+        assert!(env[0].may_contain(root));
+    }
+
+    #[test]
     fn templates_of_any_shape_read_as_their_trees() {
         for text in [
             r#"{"metadata": null}"#,
