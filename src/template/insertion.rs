@@ -1,10 +1,11 @@
 //! A bind, told from what it inserted. A servicebinding.io projector binds by inserting: a
 //! volume, a mount and perhaps `SERVICE_BINDING_ROOT` into each container, annotations. When
 //! the new template is the old one with only binding artefacts inserted into those lists and
-//! maps, `classify` can only answer "binding-only, these bindings added", and that answer is
-//! worked out here from the inserted elements, the new template's volumes and its mounts,
-//! without reading either template's other elements (most of a template with many bindings).
-//! Anything else goes to `classify`.
+//! maps, `classify` can only answer "binding-only" (with the bindings added or changed), and
+//! that answer is worked out here from the inserted elements, the new template's volumes, and
+//! the mounts and roots that name its bindings, without reading the old template's elements
+//! or the new one's other env vars (most of a template with many bindings). Anything else goes
+//! to `classify`.
 //!
 //! Why the answer is the same, given that the old template is the new one without the
 //! inserted elements (equal as JSON text, so as JSON) and every inserted element is an
@@ -44,7 +45,8 @@ pub fn compare<'a>(old: &Node<'a>, new: &Node<'a>, rules: &ArtefactRules) -> Cha
 /// What the new template inserted into the old one.
 #[derive(Default)]
 struct Inserted<'t, 'a> {
-    /// Where in the new template's `spec.volumes`.
+    /// Where in the larger template's `spec.volumes` (the new one's for a bind, the old one's
+    /// for an unbind).
     volumes: Range<usize>,
     env: Vec<&'t Node<'a>>,
     mounts: Vec<&'t Node<'a>>,

@@ -48,7 +48,8 @@ pub fn template_seed<'a>() -> Read<'a> {
 
 impl<'a> Node<'a> {
     /// A pod template from JSON text; `None` when it is not JSON (or a number is out of range
-    /// where the template is read).
+    /// where the template is read; a list element that does not read as a tree stays its text,
+    /// compared as such).
     pub fn template(text: &'a str) -> Option<Node<'a>> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let node = template_seed().deserialize(&mut deserializer).ok()?;
