@@ -85,6 +85,13 @@ pub fn classify<T: Tree>(old: &T, new: &T, rules: &ArtefactRules) -> Change {
     }
 }
 
+/// The members compared apart at each level of a template, where binding artefacts sit; every
+/// other member compares as JSON.
+pub const TEMPLATE_APART: &[&str] = &["metadata", "spec"];
+pub const METADATA_APART: &[&str] = &["annotations"];
+pub const POD_SPEC_APART: &[&str] = &["volumes", "containers", "initContainers"];
+pub const CONTAINER_APART: &[&str] = &["env", "volumeMounts"];
+
 fn delta<T: Tree>(old: &T, new: &T, artefacts: &Artefacts) -> BindingDelta {
     delta_between(artefacts.bindings(old), artefacts.bindings(new))
 }
@@ -120,14 +127,14 @@ pub fn delta_between<T: Tree>(
 }
 
 fn templates_equal<T: Tree>(a: &T, b: &T, art: &Artefacts) -> bool {
-    fields_equal(a, b, &["metadata", "spec"])
+    fields_equal(a, b, TEMPLATE_APART)
         && metadata_equal(a.get("metadata"), b.get("metadata"), art)
         && pod_spec_equal(a.get("spec"), b.get("spec"), art)
 }
 
 fn metadata_equal<T: Tree>(a: Option<&T>, b: Option<&T>, art: &Artefacts) -> bool {
     with_objects(a, b, |a, b| {
-        fields_equal_in(a, b, &["annotations"])
+        fields_equal_in(a, b, METADATA_APART)
             && maps_equal(a.get("annotations"), b.get("annotations"), |k| {
                 !art.is_annotation(k)
             })
@@ -144,7 +151,7 @@ fn pod_spec_equal<T: Tree>(a: Option<&T>, b: Option<&T>, art: &Artefacts) -> boo
                 |x, y| container_equal(x, y, art),
             )
         };
-        fields_equal_in(a, b, &["volumes", "containers", "initContainers"])
+        fields_equal_in(a, b, POD_SPEC_APART)
             && lists_equal(
                 a.get("volumes"),
                 b.get("volumes"),
@@ -158,7 +165,7 @@ fn pod_spec_equal<T: Tree>(a: Option<&T>, b: Option<&T>, art: &Artefacts) -> boo
 
 fn container_equal<T: Tree>(a: &T, b: &T, art: &Artefacts) -> bool {
     with_objects(Some(a), Some(b), |a, b| {
-        fields_equal_in(a, b, &["env", "volumeMounts"])
+        fields_equal_in(a, b, CONTAINER_APART)
             && lists_equal_lazily(a.get("env"), b.get("env"), |e| !art.is_env(e))
             && lists_equal(
                 a.get("volumeMounts"),
@@ -249,11 +256,13 @@ fn maps_equal<T: Tree>(a: Option<&T>, b: Option<&T>, keep: impl Fn(&str) -> bool
     a.filter(kept).eq(b.filter(kept))
 }
 
-fn is_list_or_nothing<T: Tree>(v: Option<&T>) -> bool {
+/// A list, or absent or null (an empty one).
+pub fn is_list_or_nothing<T: Tree>(v: Option<&T>) -> bool {
     v.is_none_or(|v| v.is_null() || v.as_list().is_some())
 }
 
-fn is_map_or_nothing<T: Tree>(v: Option<&T>) -> bool {
+/// An object, or absent or null (an empty one).
+pub fn is_map_or_nothing<T: Tree>(v: Option<&T>) -> bool {
     v.is_none_or(|v| v.is_null() || v.is_object())
 }
 

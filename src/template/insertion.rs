@@ -22,12 +22,13 @@
 
 use std::ops::Range;
 
-use crate::json::{name_of, Tree};
+use crate::json::{items, name_of, Tree};
 use crate::template::artefacts::{
     bindings_by_name, is_projector_root, ArtefactRules, Artefacts, SERVICE_BINDING_ROOT,
 };
 use crate::template::classify::{
-    classify, delta_between, fields_equal_in, BindingDelta, Change, ChangeKind,
+    classify, delta_between, fields_equal_in, is_list_or_nothing, is_map_or_nothing, BindingDelta,
+    Change, ChangeKind, CONTAINER_APART, METADATA_APART, POD_SPEC_APART, TEMPLATE_APART,
 };
 use crate::template::tree::Node;
 
@@ -183,16 +184,12 @@ fn bindings<'t, 'a>(
 /// into the lists and maps binding recognition reads; `None` otherwise.
 fn inserted<'t, 'a>(old: &'t Node<'a>, new: &'t Node<'a>) -> Option<Inserted<'t, 'a>> {
     let mut inserted = Inserted::default();
-    apart(old, new, &["metadata", "spec"])?;
+    apart(old, new, TEMPLATE_APART)?;
     let (old_meta, new_meta) = (old.get("metadata")?, new.get("metadata")?);
     let (old_spec, new_spec) = (old.get("spec")?, new.get("spec")?);
-    apart(old_meta, new_meta, &["annotations"])?;
+    apart(old_meta, new_meta, METADATA_APART)?;
     inserted.annotations = added_members(old_meta.get("annotations"), new_meta.get("annotations"))?;
-    apart(
-        old_spec,
-        new_spec,
-        &["volumes", "containers", "initContainers"],
-    )?;
+    apart(old_spec, new_spec, POD_SPEC_APART)?;
     let (at, volumes) = added(old_spec.get("volumes"), new_spec.get("volumes"))?;
     inserted.volumes = at..at + volumes.len();
     for key in ["initContainers", "containers"] {
@@ -201,7 +198,7 @@ fn inserted<'t, 'a>(old: &'t Node<'a>, new: &'t Node<'a>) -> Option<Inserted<'t,
             return None;
         }
         for (a, b) in old_list.iter().zip(new_list) {
-            apart(a, b, &["env", "volumeMounts"])?;
+            apart(a, b, CONTAINER_APART)?;
             inserted.env.extend(added(a.get("env"), b.get("env"))?.1);
             inserted
                 .mounts
@@ -218,11 +215,7 @@ fn apart<'a>(a: &Node<'a>, b: &Node<'a>, special: &[&str]) -> Option<()> {
 
 /// A list's elements; absent or null is an empty list, as for `classify`.
 fn list<'t, 'a>(v: Option<&'t Node<'a>>) -> Option<&'t [Node<'a>]> {
-    match v {
-        None => Some(&[]),
-        Some(v) if v.is_null() => Some(&[]),
-        Some(v) => v.as_list(),
-    }
+    is_list_or_nothing(v).then(|| items(v).as_slice())
 }
 
 /// Where `new` is `old` with elements inserted in one place (the elements both have compared
@@ -253,8 +246,7 @@ fn added_members<'t, 'a>(
     old: Option<&Node<'a>>,
     new: Option<&'t Node<'a>>,
 ) -> Option<Vec<(&'t str, &'t Node<'a>)>> {
-    let map = |m: Option<&Node<'a>>| m.is_none_or(|m| m.is_null() || m.is_object());
-    if !map(old) || !map(new) {
+    if !is_map_or_nothing(old) || !is_map_or_nothing(new) {
         return None;
     }
     let mut old = old.into_iter().flat_map(Node::members).peekable();

@@ -78,9 +78,15 @@ impl<'a> Node<'a> {
     /// Equal as JSON text, without reading: a lazily read element against another one.
     pub fn same_text(&self, other: &Self) -> bool {
         match (self, other) {
-            (Node::Lazy(a, _), Node::Lazy(b, _)) | (Node::Raw(a), Node::Raw(b)) => {
-                a.get() == b.get()
-            }
+            (Node::Lazy(a, _), Node::Lazy(b, _)) => a.get() == b.get(),
+            _ => false,
+        }
+    }
+
+    /// Equal as JSON, through trees: for text no node holds as a tree.
+    fn json_eq(&self, other: &Self) -> bool {
+        match (self.to_value(), other.to_value()) {
+            (Some(a), Some(b)) => a == b,
             _ => false,
         }
     }
@@ -117,16 +123,10 @@ impl PartialEq for Node<'_> {
             (Raw(a), Raw(b)) | (Lazy(a, _), Lazy(b, _)) if a.get() == b.get() => true,
             (Lazy(..), _) | (_, Lazy(..)) => match (self.read(), other.read()) {
                 // Either did not read as a tree: compared as JSON, as a raw member is.
-                (Lazy(..), _) | (_, Lazy(..)) => match (self.to_value(), other.to_value()) {
-                    (Some(a), Some(b)) => a == b,
-                    _ => false,
-                },
+                (Lazy(..), _) | (_, Lazy(..)) => self.json_eq(other),
                 (a, b) => a == b,
             },
-            (Raw(_), _) | (_, Raw(_)) => match (self.to_value(), other.to_value()) {
-                (Some(a), Some(b)) => a == b,
-                _ => false,
-            },
+            (Raw(_), _) | (_, Raw(_)) => self.json_eq(other),
             (Null, Null) => true,
             (Bool(a), Bool(b)) => a == b,
             (Number(a), Number(b)) => a == b,
