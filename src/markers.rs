@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use crate::json::{at, existing_map_at, map_at, set, Unwritable};
 
 pub const HELD_LABEL: &str = "restage-gate.io/held";
-/// Every annotation the policy reads or writes starts with it.
-pub const ANNOTATION_PREFIX: &str = "restage-gate.io/";
+/// Every label and annotation the policy reads or writes starts with it.
+pub const MARKER_PREFIX: &str = "restage-gate.io/";
 /// The replaced `spec.updateStrategy` (StatefulSet, DaemonSet), as JSON.
 pub const ORIGINAL_STRATEGY_ANNOTATION: &str = "restage-gate.io/original-update-strategy";
 /// The replaced `spec.paused` (Deployment), as JSON.
@@ -116,10 +116,10 @@ mod tests {
     }
 
     #[test]
-    fn every_marker_annotation_has_the_prefix_the_object_reader_reads() {
-        // `object.rs` reads only the workload annotations with this prefix.
-        for key in ANNOTATIONS {
-            assert!(key.starts_with(ANNOTATION_PREFIX), "{key}");
+    fn every_marker_has_the_prefix_the_object_reader_reads() {
+        // `object.rs` reads only the workload labels and annotations with this prefix.
+        for key in ANNOTATIONS.iter().chain([&HELD_LABEL]) {
+            assert!(key.starts_with(MARKER_PREFIX), "{key}");
         }
     }
 

@@ -1,22 +1,26 @@
 //! A workload object read only as deep as the policy looks, in the one pass that reads the
-//! request. The members of `metadata` and `spec` the policy reads (`SPLITS`) and the stored
-//! `oldObject`'s `status` become JSON values; the pod template is read only as deep as binding
-//! recognition looks (`template/tree.rs`); every other member, `metadata.managedFields`
-//! (server-side apply's bookkeeping, often most of the metadata) among them, stays the
-//! request's own raw JSON. The decision reads the values; an edit changes them, and the edited
-//! object is written back as the request's raw members with only the values re-emitted.
+//! request. The members of `metadata` and `spec` the policy reads (`SPLITS`) and of the stored
+//! `oldObject`'s `status` those a kind reads (`Pick`) become JSON values; the pod template is
+//! read only as deep as binding recognition looks (`template/tree.rs`); every other member,
+//! `metadata.managedFields` (server-side apply's bookkeeping, often most of the metadata)
+//! among them, stays the request's own raw JSON. The decision reads the values; an edit
+//! changes them, and the edited object is written back as the request's raw members with only
+//! the values re-emitted, the pod template as its own text in the request.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde::ser::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::markers;
-use crate::template::tree::{template_seed, Node};
+use crate::policy::APP_GUID_LABEL;
+use crate::template::tree::{template_seed, Key, Node};
+use crate::workload::{self, StatusMember};
 
 /// The member read apart, and the top-level member that holds it.
 const TEMPLATE: &str = "template";
@@ -28,16 +32,17 @@ struct Split {
     member: &'static str,
     values: &'static [&'static str],
     apart: Option<&'static str>,
-    /// A map among `values` of which only the keys with this prefix are read; the rest of it
-    /// stays raw.
-    partly: Option<(&'static str, &'static str)>,
+    /// Maps among `values` of which only the keys starting with one of the prefixes given are
+    /// read; the rest of each stays raw.
+    partly: &'static [(&'static str, &'static [&'static str])],
 }
 
 /// Every member of `metadata` and `spec` that the decision or an edit reads or writes: the
 /// names in messages, the markers, deletion, the generation a rollout has reached, the hold's
 /// control (`Workload::control_path`) and the replica count; and the pod template, read apart.
-/// Of the annotations only the markers are read. The rest (`managedFields`, `ownerReferences`,
-/// the selector, the other annotations, ...) is never looked at.
+/// Of the annotations and labels only the markers are read, and the app a refusal names. The
+/// rest (`managedFields`, `ownerReferences`, the selector, the other labels and annotations,
+/// ...) is never looked at.
 const SPLITS: [Split; 2] = [
     Split {
         member: "metadata",
@@ -50,15 +55,19 @@ const SPLITS: [Split; 2] = [
             "deletionTimestamp",
         ],
         apart: None,
-        // The workload's own annotations: often most of its metadata (a projector writes a
-        // JSON mapping per binding there); the policy reads only its markers.
-        partly: Some(("annotations", markers::ANNOTATION_PREFIX)),
+        // The workload's own annotations and labels: often most of its metadata (a projector
+        // writes a JSON mapping per binding there); the policy reads only its markers, and the
+        // app a refusal names.
+        partly: &[
+            ("annotations", &[markers::MARKER_PREFIX]),
+            ("labels", &[markers::MARKER_PREFIX, APP_GUID_LABEL]),
+        ],
     },
     Split {
         member: SPEC,
         values: &["updateStrategy", "paused", "replicas"],
         apart: Some(TEMPLATE),
-        partly: None,
+        partly: &[],
     },
 ];
 
@@ -76,7 +85,10 @@ pub struct Object<'a> {
     kept: BTreeMap<&'static str, Kept<'a>>,
     /// Every other top-level member, raw. A repeated key keeps its last value, as it does in a
     /// tree.
-    rest: BTreeMap<String, &'a RawValue>,
+    rest: BTreeMap<Cow<'a, str>, &'a RawValue>,
+    /// The text the object was read from (the request): the template is written back as its
+    /// own text found there.
+    source: &'a str,
 }
 
 /// The parts of a split member that are not values.
@@ -85,9 +97,20 @@ struct Kept<'a> {
     /// The member read apart (`spec.template`).
     apart: Option<Node<'a>>,
     /// Every other member, raw, a repeated key keeping its last value.
-    raw: BTreeMap<String, &'a RawValue>,
-    /// The members of the `partly` read map that are not read, raw.
-    unread: BTreeMap<String, &'a RawValue>,
+    raw: BTreeMap<Cow<'a, str>, &'a RawValue>,
+    /// The members of each `partly` read map that are not read, raw.
+    unread: Vec<(&'static str, Unread<'a>)>,
+}
+
+type Unread<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
+
+impl<'a> Kept<'a> {
+    fn unread(&self, member: &str) -> Option<&Unread<'a>> {
+        self.unread
+            .iter()
+            .find(|(m, _)| *m == member)
+            .map(|(_, unread)| unread)
+    }
 }
 
 impl<'a> Object<'a> {
@@ -96,10 +119,15 @@ impl<'a> Object<'a> {
         self.kept.get(SPEC)?.apart.as_ref()
     }
 
-    /// The object with the edits made to `read`, as JSON that serialises without building a
-    /// tree of the members nobody read.
+    /// The object with the edits made to `read`, written without building a tree of the
+    /// members nobody read.
     pub fn edited(&self) -> Edited<'_, 'a> {
         Edited(self)
+    }
+
+    /// The object, knowing `source` is the text it was read from.
+    pub fn read_from(self, source: &'a str) -> Self {
+        Object { source, ..self }
     }
 }
 
@@ -144,17 +172,17 @@ impl<'de: 'a, 'a> Visitor<'de> for ObjectVisitor<'a> {
         let mut read = Map::new();
         let mut kept = BTreeMap::new();
         let mut rest = BTreeMap::new();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key_seed(Key::seed())? {
             if let Some(split) = split(&key) {
                 let (fields, parts) = map.next_value_seed(SplitSeed(split, PhantomData))?;
                 // A repeated key keeps its last value, every part of it, as a tree does.
                 kept.insert(split.member, parts);
-                read.insert(key, fields);
+                read.insert(key.into_owned(), fields);
                 continue;
             }
-            match key.as_str() {
+            match key.as_ref() {
                 "status" if self.read_status => {
-                    read.insert(key, map.next_value()?);
+                    read.insert(key.into_owned(), map.next_value_seed(Pick::Status)?);
                 }
                 _ => {
                     rest.insert(key, map.next_value::<&'a RawValue>()?);
@@ -165,6 +193,7 @@ impl<'de: 'a, 'a> Visitor<'de> for ObjectVisitor<'a> {
             read: Value::Object(read),
             kept,
             rest,
+            source: "",
         })
     }
 
@@ -222,15 +251,16 @@ impl<'de: 'a, 'a> Visitor<'de> for SplitSeed<'a> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut fields = Map::new();
         let mut kept = Kept::default();
-        while let Some(key) = map.next_key::<String>()? {
-            if let Some((_, prefix)) = self.0.partly.filter(|(m, _)| *m == key) {
-                let (value, unread) = map.next_value_seed(Partly(prefix, PhantomData))?;
+        while let Some(key) = map.next_key_seed(Key::seed())? {
+            if let Some(&(member, prefixes)) = self.0.partly.iter().find(|(m, _)| *m == key) {
+                let (value, unread) = map.next_value_seed(Partly(prefixes, PhantomData))?;
                 // A repeated key keeps its last value, as in a tree.
-                kept.unread = unread;
-                fields.insert(key, value);
-            } else if self.0.values.contains(&key.as_str()) {
-                fields.insert(key, map.next_value()?);
-            } else if self.0.apart == Some(key.as_str()) {
+                kept.unread.retain(|(m, _)| *m != member);
+                kept.unread.push((member, unread));
+                fields.insert(key.into_owned(), value);
+            } else if self.0.values.contains(&key.as_ref()) {
+                fields.insert(key.into_owned(), map.next_value()?);
+            } else if self.0.apart == Some(key.as_ref()) {
                 kept.apart = Some(map.next_value_seed(template_seed())?);
             } else {
                 kept.raw.insert(key, map.next_value::<&'a RawValue>()?);
@@ -272,11 +302,11 @@ impl<'de: 'a, 'a> Visitor<'de> for SplitSeed<'a> {
     }
 }
 
-/// A map read only at the keys with a prefix: those as a JSON object, the others raw. Anything
-/// but an object is read whole.
-struct Partly<'a>(&'static str, PhantomData<&'a RawValue>);
+/// A map read only at the keys with one of the prefixes: those as a JSON object, the others raw.
+/// Anything but an object is read whole.
+struct Partly<'a>(&'static [&'static str], PhantomData<&'a RawValue>);
 
-type PartlyRead<'a> = (Value, BTreeMap<String, &'a RawValue>);
+type PartlyRead<'a> = (Value, Unread<'a>);
 
 impl<'de: 'a, 'a> DeserializeSeed<'de> for Partly<'a> {
     type Value = PartlyRead<'a>;
@@ -295,9 +325,9 @@ impl<'de: 'a, 'a> Visitor<'de> for Partly<'a> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let (mut read, mut unread) = (Map::new(), BTreeMap::new());
-        while let Some(key) = map.next_key::<String>()? {
-            if key.starts_with(self.0) {
-                read.insert(key, map.next_value()?);
+        while let Some(key) = map.next_key_seed(Key::seed())? {
+            if self.0.iter().any(|prefix| key.starts_with(prefix)) {
+                read.insert(key.into_owned(), map.next_value()?);
             } else {
                 unread.insert(key, map.next_value::<&'a RawValue>()?);
             }
@@ -335,89 +365,203 @@ impl<'de: 'a, 'a> Visitor<'de> for Partly<'a> {
     }
 }
 
-/// An object with its edits, serialised from the values read and the raw rest.
+/// `oldObject.status` read as far as some kind looks (`Workload::status_read`): of an object
+/// only the members read, the rest checked as JSON syntax only and skipped. Anything of another
+/// shape is read whole. The old object is never written back.
+#[derive(Clone, Copy)]
+enum Pick<'k> {
+    Status,
+    /// A member of it, read in part: a list of objects.
+    Member(StatusMember<'k>),
+    /// An element of that list.
+    Element(StatusMember<'k>),
+}
+
+impl<'de> DeserializeSeed<'de> for Pick<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Pick<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let member = match self {
+            Pick::Member(_) => {
+                return Value::deserialize(de::value::MapAccessDeserializer::new(map))
+            }
+            Pick::Status => None,
+            Pick::Element(member) => Some(member),
+        };
+        let mut read = Map::new();
+        while let Some(key) = map.next_key_seed(Key::seed())? {
+            let value = match member {
+                None => match workload::status_member(&key) {
+                    Some(member) if member.whole() => Some(map.next_value()?),
+                    Some(member) => Some(map.next_value_seed(Pick::Member(member))?),
+                    None => None,
+                },
+                Some(member) if member.reads(&key) => Some(map.next_value()?),
+                Some(_) => None,
+            };
+            match value {
+                Some(value) => {
+                    read.insert(key.into_owned(), value);
+                }
+                None => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Value::Object(read))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let Pick::Member(member) = self else {
+            return Value::deserialize(de::value::SeqAccessDeserializer::new(seq));
+        };
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(Pick::Element(member))? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+}
+
+/// An object with its edits: the values read (and edited), with the raw rest put back.
 pub struct Edited<'o, 'a>(&'o Object<'a>);
 
-impl<'a> Serialize for Edited<'_, 'a> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+impl Edited<'_, '_> {
+    /// Appends the object's JSON to `out`: keys and values escaped by serde_json, the raw members
+    /// and the pod template as the request has them.
+    pub fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         let object = self.0;
         let Value::Object(read) = &object.read else {
-            return object.read.serialize(serializer);
+            return serde_json::to_writer(out, &object.read);
         };
-        // No length: serde_json closes an object given `Some(0)` at once.
-        let mut map = serializer.serialize_map(None)?;
+        let mut members = Members::open(out);
         for (key, value) in read {
             match (value, split(key)) {
-                (Value::Object(fields), Some(split)) => map.serialize_entry(
-                    key,
-                    &PartsOut {
-                        fields,
-                        split,
-                        kept: object.kept.get(split.member),
-                    },
-                )?,
-                _ => map.serialize_entry(key, value)?,
+                (Value::Object(fields), Some(split)) => {
+                    let kept = object.kept.get(split.member);
+                    write_parts(members.key(key)?, fields, split, kept, object.source)?;
+                }
+                _ => members.value(key, value)?,
             }
         }
         for (key, raw) in &object.rest {
-            map.serialize_entry(key, raw)?;
+            members.raw(key, raw.get())?;
         }
-        map.end()
+        members.close();
+        Ok(())
     }
 }
 
 /// A split member as read (and edited), with its other parts put back.
-struct PartsOut<'o, 'a> {
-    fields: &'o Map<String, Value>,
-    split: &'static Split,
-    kept: Option<&'o Kept<'a>>,
-}
-
-impl Serialize for PartsOut<'_, '_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let (apart, raw) = match self.kept {
-            Some(kept) => (self.split.apart.zip(kept.apart.as_ref()), Some(&kept.raw)),
-            None => (None, None),
-        };
-        let mut map = serializer.serialize_map(None)?;
-        for (key, value) in self.fields {
-            let partly = self.split.partly.is_some_and(|(m, _)| m == key);
-            match (value, self.kept) {
-                (Value::Object(read), Some(kept)) if partly => map.serialize_entry(
-                    key,
-                    &MapOut {
-                        read,
-                        unread: &kept.unread,
-                    },
-                )?,
-                _ => map.serialize_entry(key, value)?,
+fn write_parts<'a>(
+    out: &mut Vec<u8>,
+    fields: &Map<String, Value>,
+    split: &Split,
+    kept: Option<&Kept<'a>>,
+    source: &'a str,
+) -> serde_json::Result<()> {
+    let mut members = Members::open(out);
+    for (key, value) in fields {
+        match (value, kept.and_then(|kept| kept.unread(key))) {
+            (Value::Object(read), Some(unread)) => {
+                let mut map = Members::open(members.key(key)?);
+                for (key, value) in read {
+                    map.value(key, value)?;
+                }
+                for (key, raw) in unread {
+                    map.raw(key, raw.get())?;
+                }
+                map.close();
+            }
+            _ => members.value(key, value)?,
+        }
+    }
+    if let Some(kept) = kept {
+        for (key, raw) in &kept.raw {
+            members.raw(key, raw.get())?;
+        }
+        if let (Some(key), Some(node)) = (split.apart, &kept.apart) {
+            // The template is never edited: its own text when it can be found, which costs a
+            // copy instead of a walk.
+            match node.text_in(source) {
+                Some(text) => members.raw(key, text)?,
+                None => members.value(key, node)?,
             }
         }
-        for (key, value) in raw.into_iter().flatten() {
-            map.serialize_entry(key, value)?;
-        }
-        if let Some((key, node)) = apart {
-            map.serialize_entry(key, node)?;
-        }
-        map.end()
     }
+    members.close();
+    Ok(())
 }
 
-/// A partly read map: its members read (and edited), and the unread ones put back.
-struct MapOut<'o, 'a> {
-    read: &'o Map<String, Value>,
-    unread: &'o BTreeMap<String, &'a RawValue>,
+/// A JSON object being written, member by member.
+struct Members<'w> {
+    out: &'w mut Vec<u8>,
+    first: bool,
 }
 
-impl Serialize for MapOut<'_, '_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        for (key, value) in self.read {
-            map.serialize_entry(key, value)?;
+impl<'w> Members<'w> {
+    fn open(out: &'w mut Vec<u8>) -> Self {
+        out.push(b'{');
+        Members { out, first: true }
+    }
+
+    /// Writes the key of the next member; its value goes to the writer returned.
+    fn key(&mut self, key: &str) -> serde_json::Result<&mut Vec<u8>> {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
         }
-        for (key, raw) in self.unread {
-            map.serialize_entry(key, raw)?;
-        }
-        map.end()
+        serde_json::to_writer(&mut *self.out, key)?;
+        self.out.push(b':');
+        Ok(self.out)
+    }
+
+    fn value(&mut self, key: &str, value: &impl Serialize) -> serde_json::Result<()> {
+        serde_json::to_writer(self.key(key)?, value)
+    }
+
+    /// A member whose value is JSON text already.
+    fn raw(&mut self, key: &str, json: &str) -> serde_json::Result<()> {
+        self.key(key)?.extend_from_slice(json.as_bytes());
+        Ok(())
+    }
+
+    fn close(self) {
+        self.out.push(b'}');
     }
 }

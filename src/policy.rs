@@ -67,6 +67,9 @@ pub enum Decision {
     Reject { message: String, bindings: String },
 }
 
+/// Korifi's label naming the Cloud Foundry app, shown in a refusal.
+pub const APP_GUID_LABEL: &str = "korifi.cloudfoundry.org/app-guid";
+
 pub fn decide<'a, 'p>(request: &Admission<'a, 'p>, settings: &Settings, now: UtcTime) -> Decision {
     let in_scope = request.operation == "UPDATE" && request.sub_resource.is_empty();
     let Some(workload) = workload::of(request.group, request.kind).filter(|_| in_scope) else {
@@ -264,12 +267,9 @@ fn reject(
     };
     let name = meta("name", "");
     let name = if name.is_empty() { request.name } else { name };
-    let app = text_at(
-        request.object,
-        &["metadata", "labels", "korifi.cloudfoundry.org/app-guid"],
-    )
-    .map(|guid| format!(" (Cloud Foundry app guid {guid})"))
-    .unwrap_or_default();
+    let app = text_at(request.object, &["metadata", "labels", APP_GUID_LABEL])
+        .map(|guid| format!(" (Cloud Foundry app guid {guid})"))
+        .unwrap_or_default();
     let bindings = pending::merge("", &change.delta);
     let shown = if bindings.is_empty() {
         "a projection change"

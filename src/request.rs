@@ -62,7 +62,7 @@ pub fn answer(payload: &[u8], now: UtcTime) -> Vec<u8> {
         Ok(settings) => settings,
         Err(message) => return unreadable(&message).to_bytes(),
     };
-    let (mut object, old) = (r.object, r.old_object);
+    let (mut object, old) = (r.object.read_from(json.unwrap_or_default()), r.old_object);
     let kind = r.kind.unwrap_or_default();
     let decision = decide(
         &Admission {

@@ -22,6 +22,8 @@ pub struct Answer<'o, 'a> {
     accepted: bool,
     message: Option<String>,
     code: Option<u16>,
+    /// Written last, by `Edited::write`.
+    #[serde(skip)]
     mutated_object: Option<Edited<'o, 'a>>,
     audit_annotations: Option<HashMap<String, String>>,
     warnings: Option<Vec<String>>,
@@ -30,7 +32,23 @@ pub struct Answer<'o, 'a> {
 impl Answer<'_, '_> {
     pub fn to_bytes(&self) -> Vec<u8> {
         // Serialising strings and JSON cannot fail; if it ever did, accept.
-        serde_json::to_vec(self).unwrap_or_else(|_| br#"{"accepted":true}"#.to_vec())
+        self.write()
+            .unwrap_or_else(|_| br#"{"accepted":true}"#.to_vec())
+    }
+
+    fn write(&self) -> serde_json::Result<Vec<u8>> {
+        let mut out = serde_json::to_vec(self)?;
+        // The other members, closed by the answer's brace; the mutated object joins them.
+        if out.pop() != Some(b'}') {
+            return Err(serde::ser::Error::custom("the answer is not a JSON object"));
+        }
+        out.extend_from_slice(br#","mutated_object":"#);
+        match &self.mutated_object {
+            Some(object) => object.write(&mut out)?,
+            None => out.extend_from_slice(b"null"),
+        }
+        out.push(b'}');
+        Ok(out)
     }
 }
 

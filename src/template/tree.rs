@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::fmt;
 use std::marker::PhantomData;
+use std::ops::Range;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
@@ -37,8 +38,9 @@ pub enum Node<'a> {
     Number(Number),
     Str(Cow<'a, str>),
     List(Vec<Node<'a>>),
-    /// Members sorted by key, a repeated key keeping its last value, as in a `Value`.
-    Object(Vec<(Cow<'a, str>, Node<'a>)>),
+    /// Members sorted by key, a repeated key keeping its last value, as in a `Value`; and
+    /// whether a key repeated (its text then holds more than it does).
+    Object(Vec<(Cow<'a, str>, Node<'a>)>, bool),
 }
 
 /// Reads a pod template where a request has it.
@@ -103,7 +105,7 @@ impl<'a> Node<'a> {
             Node::List(items) => {
                 Value::Array(items.iter().map(Node::to_value).collect::<Option<_>>()?)
             }
-            Node::Object(members) => Value::Object(
+            Node::Object(members, _) => Value::Object(
                 members
                     .iter()
                     .map(|(k, v)| Some((k.to_string(), v.to_value()?)))
@@ -111,6 +113,93 @@ impl<'a> Node<'a> {
             ),
         })
     }
+}
+
+impl<'a> Node<'a> {
+    /// This node's own text, when `source` is the text it was read from and the text holds
+    /// what the node does: no key repeats in an object read, and where the text starts and
+    /// ends can be told from the pieces of `source` the node borrows. Of an object, the first
+    /// member in the text is the key with the smallest address, the last the one with the
+    /// largest; of a list, its first and last elements; each level down to the first and the
+    /// last piece. `None` when one of those is not borrowed (an escaped key or string, a
+    /// number, `true`, `false`, `null`) or is an empty object or list.
+    pub fn text_in(&self, source: &'a str) -> Option<&'a str> {
+        if self.repeats() {
+            return None;
+        }
+        source.get(self.span(source.as_bytes())?)
+    }
+
+    /// Whether a key repeats in an object read in this node (an element read when asked for
+    /// is text, and copied as such).
+    fn repeats(&self) -> bool {
+        match self {
+            Node::Object(members, repeated) => {
+                *repeated || members.iter().any(|(_, v)| v.repeats())
+            }
+            Node::List(items) => items.iter().any(Node::repeats),
+            _ => false,
+        }
+    }
+
+    fn span(&self, source: &[u8]) -> Option<Range<usize>> {
+        match self {
+            Node::Raw(raw) | Node::Lazy(raw, _) => within(source, raw.get()),
+            Node::Str(Cow::Borrowed(text)) => {
+                let inner = within(source, text)?;
+                let quoted = inner.start.checked_sub(1)?..inner.end + 1;
+                (source.get(quoted.start) == Some(&b'"') && source.get(inner.end) == Some(&b'"'))
+                    .then_some(quoted)
+            }
+            Node::List(items) => {
+                let start = opened(source, items.first()?.span(source)?.start, b'[')?;
+                Some(start..closed(source, items.last()?.span(source)?.end, b']')?)
+            }
+            Node::Object(members, _) => {
+                let mut keys = members.iter().map(|(key, value)| match key {
+                    Cow::Borrowed(key) => Some((within(source, key)?.start, value)),
+                    Cow::Owned(_) => None,
+                });
+                let first = keys.next()??;
+                let (mut start, mut last) = (first.0, first);
+                for key in keys {
+                    let key = key?;
+                    start = start.min(key.0);
+                    last = if key.0 > last.0 { key } else { last };
+                }
+                let quote = start.checked_sub(1).filter(|&q| source[q] == b'"')?;
+                let start = opened(source, quote, b'{')?;
+                Some(start..closed(source, last.1.span(source)?.end, b'}')?)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Where `part` sits in `source`, if it is a piece of it.
+fn within(source: &[u8], part: &str) -> Option<Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(source.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= source.len()).then_some(start..end)
+}
+
+/// The position of `open` just before `at`, past whitespace.
+fn opened(source: &[u8], at: usize, open: u8) -> Option<usize> {
+    let i = source
+        .get(..at)?
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())?;
+    (source[i] == open).then_some(i)
+}
+
+/// The position after `close` from `at` on, past whitespace.
+fn closed(source: &[u8], at: usize, close: u8) -> Option<usize> {
+    let i = at
+        + source
+            .get(at..)?
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())?;
+    (source[i] == close).then_some(i + 1)
 }
 
 impl PartialEq for Node<'_> {
@@ -132,7 +221,7 @@ impl PartialEq for Node<'_> {
             (Number(a), Number(b)) => a == b,
             (Str(a), Str(b)) => a == b,
             (List(a), List(b)) => a == b,
-            (Object(a), Object(b)) => a == b,
+            (Object(a, _), Object(b, _)) => a == b,
             _ => false,
         }
     }
@@ -143,7 +232,7 @@ impl Tree for Node<'_> {
         match self.read() {
             // Keys are unique: the first equal one is the member. A template's objects are
             // small, and equality tests lengths before bytes (an ordered search compares bytes).
-            Node::Object(members) => members
+            Node::Object(members, _) => members
                 .iter()
                 .find(|(k, _)| k.as_ref() == key)
                 .map(|(_, v)| v),
@@ -166,7 +255,7 @@ impl Tree for Node<'_> {
     }
 
     fn is_object(&self) -> bool {
-        matches!(self.read(), Node::Object(_))
+        matches!(self.read(), Node::Object(..))
     }
 
     fn is_null(&self) -> bool {
@@ -187,7 +276,7 @@ impl Tree for Node<'_> {
 
     fn members(&self) -> impl Iterator<Item = (&str, &Self)> {
         let members = match self.read() {
-            Node::Object(members) => members.as_slice(),
+            Node::Object(members, _) => members.as_slice(),
             _ => &[],
         };
         members.iter().map(|(k, v)| (k.as_ref(), v))
@@ -209,7 +298,7 @@ impl Serialize for Node<'_> {
                 }
                 seq.end()
             }
-            Node::Object(members) => {
+            Node::Object(members, _) => {
                 let mut map = serializer.serialize_map(None)?;
                 for (k, v) in members {
                     map.serialize_entry(k.as_ref(), v)?;
@@ -291,7 +380,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'a>, A::Error> {
         let mut members = Vec::new();
-        while let Some(key) = map.next_key_seed(Key(PhantomData))? {
+        while let Some(key) = map.next_key_seed(Key::seed())? {
             let node = match self.0.member(&key) {
                 Some(place) => map.next_value_seed(Read::at(place))?,
                 None => Node::Raw(map.next_value::<&'a RawValue>()?),
@@ -300,6 +389,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
         }
         // Stable: of members with the same key, the last read stays last, and is kept.
         members.sort_by(|(a, _), (b, _)| a.cmp(b));
+        let read = members.len();
         members.dedup_by(|later, kept| {
             let same = later.0 == kept.0;
             if same {
@@ -307,7 +397,8 @@ impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
             }
             same
         });
-        Ok(Node::Object(members))
+        let repeated = members.len() < read;
+        Ok(Node::Object(members, repeated))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'a>, A::Error> {
@@ -363,8 +454,14 @@ impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
     }
 }
 
-/// An object key, borrowed unless it has escapes.
-struct Key<'a>(PhantomData<Cow<'a, str>>);
+/// An object key, borrowed from the text unless it has escapes.
+pub struct Key<'a>(PhantomData<Cow<'a, str>>);
+
+impl Key<'_> {
+    pub fn seed() -> Self {
+        Key(PhantomData)
+    }
+}
 
 impl<'de: 'a, 'a> DeserializeSeed<'de> for Key<'a> {
     type Value = Cow<'a, str>;
@@ -414,13 +511,74 @@ mod tests {
                     raw_paths(item, &format!("{path}[{i}]"), out);
                 }
             }
-            Node::Object(members) => {
+            Node::Object(members, _) => {
                 for (k, v) in members {
                     raw_paths(v, &format!("{path}.{k}"), out);
                 }
             }
             _ => {}
         }
+    }
+
+    /// The template of an object's text, read where the text has it, and that text.
+    fn template_in(object: &str) -> (Node<'_>, &str) {
+        let start = object.find("\"template\"").expect("a template") + "\"template\"".len();
+        let text = object[start..]
+            .trim_start()
+            .strip_prefix(':')
+            .expect("a member");
+        let node = template_seed()
+            .deserialize(&mut serde_json::Deserializer::from_str(text))
+            .expect("JSON");
+        let raw: &RawValue = serde_json::Deserializer::from_str(text)
+            .into_iter::<&RawValue>()
+            .next()
+            .expect("a value")
+            .expect("JSON");
+        (node, raw.get())
+    }
+
+    #[test]
+    fn a_template_is_found_as_its_own_text_however_it_is_spaced() {
+        let object = json!({"spec": {"template": {
+            "metadata": {"annotations": {"k": "v\"quoted\""}, "labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "c", "env": [{"name": "E", "value": "1"}]}],
+                "volumes": [{"name": "v"}], "hostname": "h"}
+        }}, "status": {}});
+        for text in [
+            object.to_string(),
+            serde_json::to_string_pretty(&object).expect("JSON"),
+        ] {
+            let (node, template) = template_in(&text);
+            assert_eq!(node.text_in(&text), Some(template));
+        }
+    }
+
+    #[test]
+    fn a_template_whose_ends_cannot_be_told_is_not_found() {
+        for text in [
+            // An escaped key: not borrowed from the text.
+            r#"{"template": {"\u006detadata": {}, "spec": {"hostname": "h"}}}"#,
+            // A repeated key, first in the text or anywhere in an object read.
+            r#"{"template": {"spec": 1, "metadata": {"name": "m"}, "spec": {"hostname": "h"}}}"#,
+            r#"{"template": {"metadata": {"annotations": {"k": "1", "k": "2", "l": "3"}}, "spec": {"hostname": "h"}}}"#,
+            r#"{"template": {"metadata": {}, "a": 1, "a": 2, "spec": {"hostname": "h"}}}"#,
+            // A number last.
+            r#"{"template": {"spec": {"hostname": "h"}, "metadata": {"annotations": {"k": 1}}}}"#,
+            // Nothing in it to tell where it is.
+            r#"{"template": {}}"#,
+            r#"{"template": {"spec": {"containers": []}}}"#,
+            r#"{"template": {"metadata": {"annotations": {"k": "v\"quoted\""}}}}"#,
+        ] {
+            let (node, _) = template_in(text);
+            assert_eq!(node.text_in(text), None, "{text}");
+        }
+        // Read from another text.
+        let text = r#"{"template": {"metadata": {}, "spec": {"hostname": "h"}}}"#;
+        let (node, template) = template_in(text);
+        assert_eq!(node.text_in(template), Some(template));
+        let copy = String::from(text);
+        assert_eq!(node.text_in(&copy), None);
     }
 
     #[test]
@@ -482,7 +640,7 @@ mod tests {
         assert_ne!(listed, whole);
         assert_eq!(
             Node::template(r#"{"x": {"a": 1}}"#).expect("JSON"),
-            Node::Object(vec![("x".into(), read(&json!({"a": 1})))])
+            Node::Object(vec![("x".into(), read(&json!({"a": 1})))], false)
         );
     }
 

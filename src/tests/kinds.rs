@@ -274,3 +274,92 @@ fn a_deployment_remembered_paused_is_restored_only_when_valid() {
         Deployment.default_control()
     );
 }
+
+/// The stored object's `status` as the request's reader keeps it (`Workload::status_read`)
+/// tells every kind what the whole of it tells: a rollout under way or not, whichever member
+/// says so, whatever else the status holds.
+#[test]
+fn every_kind_reads_a_rollout_from_the_status_members_the_reader_keeps() {
+    let caught_up = json!({
+        "observedGeneration": 3, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3,
+        "currentRevision": "r1", "updateRevision": "r1", "collisionCount": 0,
+        "desiredNumberScheduled": 3, "updatedNumberScheduled": 3, "numberReady": 3,
+        "conditions": [
+            {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                "message": "Deployment has minimum availability.", "lastUpdateTime": "2026-11-20T08:13:30Z"},
+            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+                "message": "ReplicaSet \"app-7d9c6b5f4\" has successfully progressed.",
+                "lastTransitionTime": "2026-11-20T08:12:44Z"}
+        ]
+    });
+    let rolling: [(&str, Value); 5] = [
+        ("/observedGeneration", json!(2)),
+        ("/updatedReplicas", json!(1)),
+        ("/updateRevision", json!("r2")),
+        ("/updatedNumberScheduled", json!(1)),
+        ("/conditions/1/reason", json!("ReplicaSetUpdated")),
+    ];
+    let statuses = std::iter::once(caught_up.clone()).chain(rolling.iter().map(|(path, value)| {
+        with(caught_up.clone(), |s| {
+            *s.pointer_mut(path).expect("a member") = value.clone()
+        })
+    }));
+    for kind in ["StatefulSet", "DaemonSet", "Deployment"] {
+        let workload = crate::workload::of("apps", kind).expect("a kind");
+        let mut answers = Vec::new();
+        for status in statuses.clone() {
+            let old = json!({"metadata": {"generation": 3},
+                "spec": {"replicas": 3, "updateStrategy": {"type": "RollingUpdate"}, "paused": false},
+                "status": status});
+            let text = old.to_string();
+            let read: crate::object::Object = serde_json::from_str(&text).expect("JSON");
+            let whole = workload.rollout_in_progress(&old);
+            assert_eq!(
+                workload.rollout_in_progress(&read.read),
+                whole,
+                "{kind}: {status}"
+            );
+            // What the kind declares is enough on its own, not only with the other kinds'.
+            let own = with(old.clone(), |o| {
+                o["status"] = declared(&status, workload.status_read())
+            });
+            assert_eq!(
+                workload.rollout_in_progress(&own),
+                whole,
+                "{kind} alone: {status}"
+            );
+            answers.push(whole);
+        }
+        assert!(
+            !answers[0] && answers.contains(&true),
+            "{kind}: {answers:?}"
+        );
+    }
+}
+
+/// `status` with only the members `read` names (of the objects listed in one, the members
+/// named).
+fn declared(status: &Value, read: crate::workload::StatusRead) -> Value {
+    let keep = |item: &Value, members: &[&str]| -> Value {
+        item.as_object()
+            .map(|o| {
+                let kept = o.iter().filter(|(k, _)| members.contains(&k.as_str()));
+                Value::Object(kept.map(|(k, v)| (k.clone(), v.clone())).collect())
+            })
+            .unwrap_or_else(|| item.clone())
+    };
+    let mut out = serde_json::Map::new();
+    for (key, members) in read {
+        let Some(value) = status.get(*key) else {
+            continue;
+        };
+        let value = match value.as_array() {
+            Some(items) if !members.is_empty() => {
+                Value::Array(items.iter().map(|i| keep(i, members)).collect())
+            }
+            _ => value.clone(),
+        };
+        out.insert(key.to_string(), value);
+    }
+    Value::Object(out)
+}

@@ -8,8 +8,9 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use restage_gate_testkit::admission::{
-    mutated_object_text, repeated_key, request, validation_request,
+    member_text, mutated_object_text, repeated_key, request, validation_request,
 };
+use restage_gate_testkit::fixtures::fixture;
 use restage_gate_testkit::hold::{held_remembering, is_marker};
 use restage_gate_testkit::korifi::with_managed_fields;
 use restage_gate_testkit::projector::{project, unproject, Binding};
@@ -191,8 +192,18 @@ fn add_volume(template: &mut Value, volume: Value) {
 }
 
 fn payload(old: &Value, new: &Value) -> Vec<u8> {
+    spaced_payload(old, new, false)
+}
+
+/// The payload, compact or pretty-printed.
+fn spaced_payload(old: &Value, new: &Value, pretty: bool) -> Vec<u8> {
     let request = validation_request(&json!({}), &request("UPDATE", old, new));
-    serde_json::to_vec(&request).expect("serialisable")
+    let text = if pretty {
+        serde_json::to_vec_pretty(&request)
+    } else {
+        serde_json::to_vec(&request)
+    };
+    text.expect("serialisable")
 }
 
 fn mutated(old: &Value, new: &Value) -> Option<Value> {
@@ -469,12 +480,20 @@ proptest! {
     }
 
     #[test]
-    fn the_object_written_from_raw_members_is_the_tree_edit((old, new) in pair()) {
+    fn the_object_written_from_raw_members_is_the_tree_edit((old, new) in pair(), pretty in any::<bool>()) {
         let want = tree_edited(&old, &new);
-        prop_assert_eq!(mutated(&old, &new), want.clone());
+        let payload = spaced_payload(&old, &new, pretty);
+        prop_assert_eq!(evaluate(&payload, NOW).mutated_object, want.clone());
         // As written, not only as read: no member written twice.
-        let written = mutated_object_text(&crate::answer(&payload(&old, &new), NOW));
-        prop_assert_eq!(written.and_then(|text| repeated_key(&text)), None);
+        let written = mutated_object_text(&crate::answer(&payload, NOW));
+        prop_assert_eq!(written.as_deref().and_then(repeated_key), None);
+        // The template is copied as the request has it, spacing and all (the generated ones
+        // never leave it in doubt where it starts and ends).
+        if let Some(written) = written {
+            let asked = std::str::from_utf8(&payload).ok()
+                .and_then(|text| member_text(text, &["request", "object", "spec", "template"]));
+            prop_assert_eq!(member_text(&written, &["spec", "template"]), asked);
+        }
         // Held and released objects, not only first holds.
         if let Some(out) = want {
             prop_assert_eq!(mutated(&out, &new), tree_edited(&out, &new));
@@ -583,5 +602,38 @@ proptest! {
     fn arbitrary_bytes_are_answered_never_an_error(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
         prop_assert!(crate::validate(&bytes).is_ok());
         prop_assert!(crate::validate_settings(&bytes).is_ok());
+    }
+}
+
+/// A template with an escaped key (copied as it stands), or with a key repeated in its text (its
+/// nodes written instead): the object written is the tree edit, no key written twice.
+#[test]
+fn a_template_whose_text_cannot_be_copied_is_written_as_the_tree_edit() {
+    let with_key = |mut sts: Value, key: &str| {
+        sts["spec"]["template"]["metadata"]["annotations"][key] = json!("2");
+        sts
+    };
+    for key in ["x\"escaped", "k"] {
+        let old = with_key(fixture("statefulset-0-unbound.json"), key);
+        let new = with_key(fixture("statefulset-1-bound-upsi.json"), key);
+        let want = tree_edited(&old, &new).expect("a hold");
+        let mut text = String::from_utf8(payload(&old, &new)).expect("UTF-8");
+        if key == "k" {
+            // The request's object (before `oldObject`) repeats the annotation, the last value
+            // kept, as a tree keeps it.
+            let template = text.find(r#""template":{"#).expect("a template");
+            let at = template
+                + text[template..]
+                    .find(r#""annotations":{"#)
+                    .expect("annotations");
+            text.insert_str(at + r#""annotations":{"#.len(), r#""k":"1","#);
+        }
+        let written = mutated_object_text(&crate::answer(text.as_bytes(), NOW)).expect("an object");
+        assert_eq!(repeated_key(&written), None, "{written}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&written).ok(),
+            Some(want),
+            "{key}"
+        );
     }
 }

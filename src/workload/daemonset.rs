@@ -4,13 +4,18 @@
 use serde_json::{json, Map, Value};
 
 use super::update_strategy::{int32_at_least, is_zero, percent_at_least, StrategyKind};
-use super::{generation_stale, status_int};
+use super::{generation_stale, status_int, StatusRead};
 
 pub struct DaemonSet;
 
 impl StrategyKind for DaemonSet {
     const KIND: &'static str = "DaemonSet";
     const ROLLING_FIELDS: &'static [&'static str] = &["maxUnavailable", "maxSurge"];
+    const STATUS_READ: StatusRead = &[
+        ("observedGeneration", &[]),
+        ("desiredNumberScheduled", &[]),
+        ("updatedNumberScheduled", &[]),
+    ];
 
     fn default_strategy(&self) -> Value {
         json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use super::{generation_stale, replicas, status_int, Workload};
+use super::{generation_stale, replicas, status_int, StatusRead, Workload};
 use crate::json::items;
 use crate::markers::ORIGINAL_PAUSED_ANNOTATION;
 use crate::template::classify::Change;
@@ -56,6 +56,14 @@ impl Workload for Deployment {
                 && c.get("reason").and_then(Value::as_str) == Some("ReplicaSetUpdated")
         });
         generation_stale(old, status) || behind || progressing
+    }
+
+    fn status_read(&self) -> StatusRead {
+        &[
+            ("observedGeneration", &[]),
+            ("updatedReplicas", &[]),
+            ("conditions", &["type", "reason"]),
+        ]
     }
 
     fn must_roll_now(&self, change: &Change) -> Option<String> {

@@ -19,6 +19,10 @@ pub use daemonset::DaemonSet;
 pub use deployment::Deployment;
 pub use statefulset::StatefulSet;
 
+/// Members of a `status`, each with the members read of the objects listed in it (none: the
+/// whole member).
+pub type StatusRead = &'static [(&'static str, &'static [&'static str])];
+
 /// A kind whose controller rolls every pod when the pod template changes. Every value is read
 /// from and written to the request's raw JSON.
 pub trait Workload: Sync {
@@ -47,6 +51,10 @@ pub trait Workload: Sync {
 
     /// Whether a rollout is under way (read from `oldObject`): a binding change then joins it.
     fn rollout_in_progress(&self, old: &Value) -> bool;
+
+    /// The members of `oldObject.status` that `rollout_in_progress` reads; the request's reader
+    /// skips the others (`object.rs`).
+    fn status_read(&self) -> StatusRead;
 
     /// Why this binding change must roll now instead of waiting, if it must.
     fn must_roll_now(&self, _change: &Change) -> Option<String> {
@@ -100,6 +108,35 @@ pub fn of(group: &str, kind: &str) -> Option<&'static dyn Workload> {
         .iter()
         .find(|(g, w)| *g == group && w.kind() == kind)
         .map(|(_, w)| *w)
+}
+
+/// How much of member `key` of `oldObject.status` some kind reads: `None` when none does.
+pub fn status_member(key: &str) -> Option<StatusMember<'_>> {
+    status_reads(key).next().map(|_| StatusMember(key))
+}
+
+/// A member of `oldObject.status` some kind reads.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusMember<'k>(&'k str);
+
+impl StatusMember<'_> {
+    /// Whether some kind reads all of it.
+    pub fn whole(self) -> bool {
+        status_reads(self.0).any(<[_]>::is_empty)
+    }
+
+    /// Whether some kind reads `member` of the objects listed in it.
+    pub fn reads(self, member: &str) -> bool {
+        status_reads(self.0).any(|members| members.contains(&member))
+    }
+}
+
+fn status_reads(key: &str) -> impl Iterator<Item = &'static [&'static str]> + '_ {
+    KINDS
+        .iter()
+        .flat_map(|(_, w)| w.status_read())
+        .filter(move |(k, _)| *k == key)
+        .map(|(_, members)| *members)
 }
 
 /// An integer of the object's `status`.

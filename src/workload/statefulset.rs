@@ -3,13 +3,19 @@
 use serde_json::{json, Map, Value};
 
 use super::update_strategy::{int32_at_least, percent_at_least, StrategyKind};
-use super::{generation_stale, replicas, status_int};
+use super::{generation_stale, replicas, status_int, StatusRead};
 
 pub struct StatefulSet;
 
 impl StrategyKind for StatefulSet {
     const KIND: &'static str = "StatefulSet";
     const ROLLING_FIELDS: &'static [&'static str] = &["partition", "maxUnavailable"];
+    const STATUS_READ: StatusRead = &[
+        ("observedGeneration", &[]),
+        ("currentRevision", &[]),
+        ("updateRevision", &[]),
+        ("updatedReplicas", &[]),
+    ];
 
     fn default_strategy(&self) -> Value {
         json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::Workload;
+use super::{StatusRead, Workload};
 use crate::markers::ORIGINAL_STRATEGY_ANNOTATION;
 
 pub const PATH: [&str; 2] = ["spec", "updateStrategy"];
@@ -26,6 +26,9 @@ pub trait StrategyKind: Sync {
 
     /// Whether a RollingUpdate is under way, read from `oldObject` and its `status` object.
     fn rolling_out(&self, old: &Value, status: &Value) -> bool;
+
+    /// The members of `status` that `rolling_out` reads.
+    const STATUS_READ: StatusRead;
 }
 
 impl<T: StrategyKind> Workload for T {
@@ -66,6 +69,10 @@ impl<T: StrategyKind> Workload for T {
                 .get("status")
                 .filter(|s| s.is_object())
                 .is_some_and(|status| self.rolling_out(old, status))
+    }
+
+    fn status_read(&self) -> StatusRead {
+        T::STATUS_READ
     }
 }
 

@@ -64,6 +64,15 @@ pub fn mutated_object_text(answer: &[u8]) -> Option<String> {
     (object != "null").then(|| object.to_string())
 }
 
+/// The text of the member at `path` in JSON text, as it stands there.
+pub fn member_text(json: &str, path: &[&str]) -> Option<String> {
+    let Some((first, rest)) = path.split_first() else {
+        return Some(json.to_string());
+    };
+    let members: BTreeMap<String, &RawValue> = serde_json::from_str(json).ok()?;
+    member_text(members.get(*first)?.get(), rest)
+}
+
 /// The first key an object repeats, at any depth, in JSON text: it parses, but readers may
 /// take either value. `None` when no key repeats (or the text is not JSON).
 pub fn repeated_key(json: &str) -> Option<String> {
