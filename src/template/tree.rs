@@ -113,9 +113,7 @@ impl<'a> Node<'a> {
             ),
         })
     }
-}
 
-impl<'a> Node<'a> {
     /// This node's own text, when `source` is the text it was read from and the text holds
     /// what the node does: no key repeats in an object read, and where the text starts and
     /// ends can be told from the pieces of `source` the node borrows. Of an object, the first
