@@ -4,6 +4,7 @@
 //! OnDelete`; Deployment: `paused`) until the app is restarted or restaged anyway, or a
 //! maintenance window opens (see docs/design.md).
 
+pub mod arena;
 pub mod clock;
 pub mod json;
 pub mod markers;
@@ -43,7 +44,7 @@ pub extern "C" fn wapc_init() {
 
 /// waPC `validate`. Never returns `Err`: Kubewarden would turn it into a rejection (code 500).
 pub fn validate(payload: &[u8]) -> CallResult {
-    Ok(answer(payload, clock::now()))
+    Ok(arena::evaluation(|| answer(payload, clock::now())))
 }
 
 /// The answer to one request at `now`, as the SDK's type (for tests and tools).

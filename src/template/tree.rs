@@ -377,7 +377,10 @@ impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'a>, A::Error> {
-        let mut members = Vec::new();
+        // Room for a container's or a pod spec's members up front: a block costs the module's
+        // allocator next to nothing, while a list that grows as its members take blocks of
+        // their own is copied at each doubling (`arena.rs`).
+        let mut members = Vec::with_capacity(16);
         while let Some(key) = map.next_key_seed(Key::seed())? {
             let node = match self.0.member(&key) {
                 Some(place) => map.next_value_seed(Read::at(place))?,
@@ -401,7 +404,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'a>, A::Error> {
         if self.0 == Place::Elements {
-            let mut items = Vec::new();
+            let mut items = Vec::with_capacity(8); // as for an object's members (`visit_map`)
             while let Some(raw) = seq.next_element::<&'a RawValue>()? {
                 items.push(Node::Lazy(raw, OnceCell::new()));
             }
