@@ -404,7 +404,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'a>, A::Error> {
         if self.0 == Place::Elements {
-            let mut items = Vec::with_capacity(8); // as for an object's members (`visit_map`)
+            let mut items = Vec::new();
             while let Some(raw) = seq.next_element::<&'a RawValue>()? {
                 items.push(Node::Lazy(raw, OnceCell::new()));
             }
