@@ -71,6 +71,43 @@ pub fn name_of<T: Tree>(v: &T) -> Option<&str> {
     v.get("name")?.as_str()
 }
 
+/// An object's members as a tree holds them: sorted by key, a repeated key keeping its last
+/// value. Returns whether a key repeated. Stable, so of members with the same key the last
+/// read stays last; members read in order (as the API server writes maps) cost one pass.
+pub fn as_in_a_tree<K: AsRef<str>, V>(members: &mut Vec<(K, V)>) -> bool {
+    members.sort_by(|(a, _), (b, _)| text_order(a.as_ref(), b.as_ref()));
+    let read = members.len();
+    members.dedup_by(|later, kept| {
+        let same = same_text(later.0.as_ref(), kept.0.as_ref());
+        if same {
+            std::mem::swap(later, kept);
+        }
+        same
+    });
+    members.len() < read
+}
+
+/// Equal text, compared eight bytes at a time: wasm32's `memcmp` compares byte by byte, and
+/// the text both templates share is kilobytes long.
+pub fn same_text(a: &str, b: &str) -> bool {
+    a.len() == b.len() && text_order(a, b).is_eq()
+}
+
+/// `str`'s order (byte by byte), passing over the bytes both share eight at a time: keys
+/// compared while sorting share long prefixes (`projector.servicebinding.io/secret-…`).
+pub fn text_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let common = a.len().min(b.len());
+    let word = |w: &[u8]| u64::from_ne_bytes(w.try_into().unwrap_or_default());
+    let shared = a[..common]
+        .chunks_exact(8)
+        .zip(b[..common].chunks_exact(8))
+        .take_while(|(x, y)| word(x) == word(y))
+        .count()
+        * 8;
+    a[shared..].cmp(&b[shared..])
+}
+
 /// A request whose object cannot take an edit (`metadata` or one of its maps is not an object).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unwritable(pub String);
@@ -154,6 +191,29 @@ fn not_an_object(path: &[&str]) -> Unwritable {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn text_compares_as_str_does() {
+        let text = "projector.servicebinding.io/secret-\u{e9}0123456789";
+        let mut texts: Vec<String> = (0..=text.len())
+            .filter_map(|len| text.get(..len))
+            .map(str::to_string)
+            .collect();
+        // One byte changed anywhere, up or down.
+        for at in 0..text.len() {
+            for by in [b'#', b'~'] {
+                let mut changed = text.as_bytes().to_vec();
+                changed[at] = by;
+                texts.push(String::from_utf8_lossy(&changed).into_owned());
+            }
+        }
+        for a in &texts {
+            for b in &texts {
+                assert_eq!(text_order(a, b), a.cmp(b), "{a} {b}");
+                assert_eq!(same_text(a, b), a == b, "{a} {b}");
+            }
+        }
+    }
 
     #[test]
     fn map_at_creates_only_the_last_map() {

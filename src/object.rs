@@ -8,7 +8,6 @@
 //! the values re-emitted, the pod template as its own text in the request.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -17,6 +16,7 @@ use serde::ser::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::json::as_in_a_tree;
 use crate::markers;
 use crate::policy::APP_GUID_LABEL;
 use crate::template::tree::{template_seed, Key, Node};
@@ -82,10 +82,9 @@ pub struct Object<'a> {
     /// object. Edits are made here.
     pub read: Value,
     /// The other parts of `metadata` and `spec`, by top-level key.
-    kept: BTreeMap<&'static str, Kept<'a>>,
-    /// Every other top-level member, raw. A repeated key keeps its last value, as it does in a
-    /// tree.
-    rest: BTreeMap<Cow<'a, str>, &'a RawValue>,
+    kept: Vec<(&'static str, Kept<'a>)>,
+    /// Every other top-level member, raw.
+    rest: RawMembers<'a>,
     /// The text the object was read from (the request): the template is written back as its
     /// own text found there.
     source: &'a str,
@@ -96,16 +95,19 @@ pub struct Object<'a> {
 struct Kept<'a> {
     /// The member read apart (`spec.template`).
     apart: Option<Node<'a>>,
-    /// Every other member, raw, a repeated key keeping its last value.
-    raw: BTreeMap<Cow<'a, str>, &'a RawValue>,
+    /// Every other member, raw.
+    raw: RawMembers<'a>,
     /// The members of each `partly` read map that are not read, raw.
-    unread: Vec<(&'static str, Unread<'a>)>,
+    unread: Vec<(&'static str, RawMembers<'a>)>,
 }
 
-type Unread<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
+/// Members kept as the request has them: read into a list, then sorted once, a repeated key
+/// keeping its last value (`json::as_in_a_tree`), which costs a pass where a map costs a
+/// search and a node per member.
+type RawMembers<'a> = Vec<(Cow<'a, str>, &'a RawValue)>;
 
 impl<'a> Kept<'a> {
-    fn unread(&self, member: &str) -> Option<&Unread<'a>> {
+    fn unread(&self, member: &str) -> Option<&RawMembers<'a>> {
         self.unread
             .iter()
             .find(|(m, _)| *m == member)
@@ -116,7 +118,14 @@ impl<'a> Kept<'a> {
 impl<'a> Object<'a> {
     /// `spec.template`, read as far as binding recognition looks.
     pub fn template(&self) -> Option<&Node<'a>> {
-        self.kept.get(SPEC)?.apart.as_ref()
+        self.kept(SPEC)?.apart.as_ref()
+    }
+
+    fn kept(&self, member: &str) -> Option<&Kept<'a>> {
+        self.kept
+            .iter()
+            .find(|(m, _)| *m == member)
+            .map(|(_, kept)| kept)
     }
 
     /// The object with the edits made to `read`, written without building a tree of the
@@ -170,13 +179,14 @@ impl<'de: 'a, 'a> Visitor<'de> for ObjectVisitor<'a> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut read = Map::new();
-        let mut kept = BTreeMap::new();
-        let mut rest = BTreeMap::new();
+        let mut kept: Vec<(&'static str, Kept<'a>)> = Vec::new();
+        let mut rest = Vec::new();
         while let Some(key) = map.next_key_seed(Key::seed())? {
             if let Some(split) = split(&key) {
                 let (fields, parts) = map.next_value_seed(SplitSeed(split, PhantomData))?;
                 // A repeated key keeps its last value, every part of it, as a tree does.
-                kept.insert(split.member, parts);
+                kept.retain(|(m, _)| *m != split.member);
+                kept.push((split.member, parts));
                 read.insert(key.into_owned(), fields);
                 continue;
             }
@@ -185,10 +195,11 @@ impl<'de: 'a, 'a> Visitor<'de> for ObjectVisitor<'a> {
                     read.insert(key.into_owned(), map.next_value_seed(Pick::Status)?);
                 }
                 _ => {
-                    rest.insert(key, map.next_value::<&'a RawValue>()?);
+                    rest.push((key, map.next_value::<&'a RawValue>()?));
                 }
             }
         }
+        as_in_a_tree(&mut rest);
         Ok(Object {
             read: Value::Object(read),
             kept,
@@ -263,9 +274,10 @@ impl<'de: 'a, 'a> Visitor<'de> for SplitSeed<'a> {
             } else if self.0.apart == Some(key.as_ref()) {
                 kept.apart = Some(map.next_value_seed(template_seed())?);
             } else {
-                kept.raw.insert(key, map.next_value::<&'a RawValue>()?);
+                kept.raw.push((key, map.next_value::<&'a RawValue>()?));
             }
         }
+        as_in_a_tree(&mut kept.raw);
         Ok((Value::Object(fields), kept))
     }
 
@@ -306,7 +318,7 @@ impl<'de: 'a, 'a> Visitor<'de> for SplitSeed<'a> {
 /// Anything but an object is read whole.
 struct Partly<'a>(&'static [&'static str], PhantomData<&'a RawValue>);
 
-type PartlyRead<'a> = (Value, Unread<'a>);
+type PartlyRead<'a> = (Value, RawMembers<'a>);
 
 impl<'de: 'a, 'a> DeserializeSeed<'de> for Partly<'a> {
     type Value = PartlyRead<'a>;
@@ -324,44 +336,45 @@ impl<'de: 'a, 'a> Visitor<'de> for Partly<'a> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let (mut read, mut unread) = (Map::new(), BTreeMap::new());
+        let (mut read, mut unread) = (Map::new(), Vec::new());
         while let Some(key) = map.next_key_seed(Key::seed())? {
             if self.0.iter().any(|prefix| key.starts_with(prefix)) {
                 read.insert(key.into_owned(), map.next_value()?);
             } else {
-                unread.insert(key, map.next_value::<&'a RawValue>()?);
+                unread.push((key, map.next_value::<&'a RawValue>()?));
             }
         }
+        as_in_a_tree(&mut unread);
         Ok((Value::Object(read), unread))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
         let value = Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-        Ok((value, BTreeMap::new()))
+        Ok((value, Vec::new()))
     }
 
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok((Value::Null, BTreeMap::new()))
+        Ok((Value::Null, Vec::new()))
     }
 
     fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok((Value::Bool(v), BTreeMap::new()))
+        Ok((Value::Bool(v), Vec::new()))
     }
 
     fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), BTreeMap::new()))
+        Ok((Value::from(v), Vec::new()))
     }
 
     fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), BTreeMap::new()))
+        Ok((Value::from(v), Vec::new()))
     }
 
     fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), BTreeMap::new()))
+        Ok((Value::from(v), Vec::new()))
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok((Value::from(v), BTreeMap::new()))
+        Ok((Value::from(v), Vec::new()))
     }
 }
 
@@ -474,7 +487,7 @@ impl Edited<'_, '_> {
         for (key, value) in read {
             match (value, split(key)) {
                 (Value::Object(fields), Some(split)) => {
-                    let kept = object.kept.get(split.member);
+                    let kept = object.kept(split.member);
                     write_parts(members.key(key)?, fields, split, kept, object.source)?;
                 }
                 _ => members.value(key, value)?,

@@ -2,9 +2,10 @@
 //! (`metadata.annotations`, `spec.volumes`, and each container's `env` and `volumeMounts`)
 //! become nodes, their strings borrowed from the request; every other member, at every level,
 //! stays the request's raw JSON, compared as text and built into a tree only where its text
-//! differs. The elements of those lists are read when first asked for: a bind inserts a few
-//! elements, and the ones both templates share need never be read. Written back, a template is
-//! the same JSON.
+//! differs. The elements of those lists are read when first asked for, and only as deep as
+//! recognition looks (a volume's name and projected secrets, not the items it projects): a bind
+//! inserts a few elements, and the ones both templates share need never be read. Written back,
+//! a template is the same JSON.
 //!
 //! Any JSON reads: a level that is not an object, or `containers` that is not a list, is read
 //! whole, as a tree would hold it. How a member is read depends only on where it sits, so two
@@ -21,7 +22,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Number, Value};
 
-use crate::json::Tree;
+use crate::json::{as_in_a_tree, same_text, Tree};
 
 /// A JSON value whose strings are borrowed where the request has them unescaped, and whose
 /// unread members are raw.
@@ -30,9 +31,9 @@ pub enum Node<'a> {
     /// A member binding recognition never reads, as the request has it.
     Raw(&'a RawValue),
     /// An element of a list binding recognition reads (a volume, an env var, a mount), as the
-    /// request has it, read whole when first asked for; `None` if it does not read as a tree (a
-    /// number out of range).
-    Lazy(&'a RawValue, OnceCell<Option<Box<Node<'a>>>>),
+    /// request has it, read as deep as recognition looks when first asked for; `None` if it
+    /// does not read (a number out of range where it is read).
+    Lazy(&'a RawValue, Element, OnceCell<Option<Box<Node<'a>>>>),
     Null,
     Bool(bool),
     Number(Number),
@@ -63,10 +64,10 @@ impl<'a> Node<'a> {
     /// tree, as it is.
     fn read(&self) -> &Self {
         match self {
-            Node::Lazy(raw, read) => read
+            Node::Lazy(raw, element, read) => read
                 .get_or_init(|| {
                     let mut deserializer = serde_json::Deserializer::from_str(raw.get());
-                    Read::at(Place::Whole)
+                    Read::at(element.place())
                         .deserialize(&mut deserializer)
                         .ok()
                         .map(Box::new)
@@ -80,7 +81,7 @@ impl<'a> Node<'a> {
     /// Equal as JSON text, without reading: a lazily read element against another one.
     pub fn same_text(&self, other: &Self) -> bool {
         match (self, other) {
-            (Node::Lazy(a, _), Node::Lazy(b, _)) => a.get() == b.get(),
+            (Node::Lazy(a, ..), Node::Lazy(b, ..)) => same_text(a.get(), b.get()),
             _ => false,
         }
     }
@@ -97,7 +98,7 @@ impl<'a> Node<'a> {
     /// serde_json's limit, a number out of range, an unpaired surrogate escape).
     fn to_value(&self) -> Option<Value> {
         Some(match self {
-            Node::Raw(raw) | Node::Lazy(raw, _) => serde_json::from_str(raw.get()).ok()?,
+            Node::Raw(raw) | Node::Lazy(raw, ..) => serde_json::from_str(raw.get()).ok()?,
             Node::Null => Value::Null,
             Node::Bool(b) => Value::Bool(*b),
             Node::Number(n) => Value::Number(n.clone()),
@@ -142,7 +143,7 @@ impl<'a> Node<'a> {
 
     fn span(&self, source: &[u8]) -> Option<Range<usize>> {
         match self {
-            Node::Raw(raw) | Node::Lazy(raw, _) => within(source, raw.get()),
+            Node::Raw(raw) | Node::Lazy(raw, ..) => within(source, raw.get()),
             Node::Str(Cow::Borrowed(text)) => {
                 let inner = within(source, text)?;
                 let quoted = inner.start.checked_sub(1)?..inner.end + 1;
@@ -207,7 +208,7 @@ impl PartialEq for Node<'_> {
             // The API server writes both templates the same way: equal text settles almost
             // every raw member, and different text is compared as trees. (A raw member meets
             // a read one only if a caller compares members from different places.)
-            (Raw(a), Raw(b)) | (Lazy(a, _), Lazy(b, _)) if a.get() == b.get() => true,
+            (Raw(a), Raw(b)) | (Lazy(a, ..), Lazy(b, ..)) if same_text(a.get(), b.get()) => true,
             (Lazy(..), _) | (_, Lazy(..)) => match (self.read(), other.read()) {
                 // Either did not read as a tree: compared as JSON, as a raw member is.
                 (Lazy(..), _) | (_, Lazy(..)) => self.json_eq(other),
@@ -264,7 +265,7 @@ impl Tree for Node<'_> {
     /// is there as it reads.
     fn may_contain(&self, text: &str) -> bool {
         match self {
-            Node::Lazy(raw, read) if read.get().is_none() => {
+            Node::Lazy(raw, _, read) if read.get().is_none() => {
                 let raw = raw.get().as_bytes();
                 raw.contains(&b'\\') || has(raw, text.as_bytes())
             }
@@ -284,7 +285,7 @@ impl Tree for Node<'_> {
 impl Serialize for Node<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Node::Raw(raw) | Node::Lazy(raw, _) => raw.serialize(serializer),
+            Node::Raw(raw) | Node::Lazy(raw, ..) => raw.serialize(serializer),
             Node::Null => serializer.serialize_unit(),
             Node::Bool(b) => serializer.serialize_bool(*b),
             Node::Number(n) => n.serialize(serializer),
@@ -318,6 +319,24 @@ fn has(hay: &[u8], needle: &[u8]) -> bool {
         .any(|(i, &b)| b == first && hay[i + 1..].starts_with(rest))
 }
 
+/// The elements of a list binding recognition reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Element {
+    Volume,
+    Env,
+    Mount,
+}
+
+impl Element {
+    fn place(self) -> Place {
+        match self {
+            Element::Volume => Place::Volume,
+            Element::Env => Place::Env,
+            Element::Mount => Place::Mount,
+        }
+    }
+}
+
 /// Where a member sits, and so how much of it is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
@@ -328,7 +347,21 @@ enum Place {
     Containers,
     Container,
     /// A list binding recognition reads: its elements are read when asked for.
-    Elements,
+    Elements(Element),
+    /// An element, read as deep as recognition looks (`artefacts.rs`): a volume's name and
+    /// the secrets its projected sources name; an env var's name, value and the secret or
+    /// annotation it is mapped from; a mount's name and path. The rest of it stays raw.
+    Volume,
+    Projected,
+    /// `projected.sources`, and one of them.
+    Sources,
+    Source,
+    Env,
+    ValueFrom,
+    /// A reference whose `name` is read: a secret source, a `secretKeyRef`.
+    Named,
+    FieldRef,
+    Mount,
     /// Read whole: what binding recognition reads, and anything of an unexpected shape.
     Whole,
 }
@@ -338,16 +371,36 @@ impl Place {
     fn member(self, key: &str) -> Option<Place> {
         match (self, key) {
             // Of an unexpected shape (an object where a list belongs): read whole.
-            (Place::Whole | Place::Elements, _) => Some(Place::Whole),
+            (Place::Whole | Place::Elements(_) | Place::Sources, _) => Some(Place::Whole),
             (Place::Template, "metadata") => Some(Place::Metadata),
             (Place::Template, "spec") => Some(Place::Spec),
             (Place::Metadata, "annotations") => Some(Place::Whole),
-            (Place::Spec, "volumes") => Some(Place::Elements),
+            (Place::Spec, "volumes") => Some(Place::Elements(Element::Volume)),
             (Place::Spec, "containers" | "initContainers") => Some(Place::Containers),
             // `containers` that is not a list.
             (Place::Containers, _) => Some(Place::Whole),
-            (Place::Container, "env" | "volumeMounts") => Some(Place::Elements),
+            (Place::Container, "env") => Some(Place::Elements(Element::Env)),
+            (Place::Container, "volumeMounts") => Some(Place::Elements(Element::Mount)),
+            (Place::Volume | Place::Named, "name") => Some(Place::Whole),
+            (Place::Volume, "projected") => Some(Place::Projected),
+            (Place::Projected, "sources") => Some(Place::Sources),
+            (Place::Source, "secret") => Some(Place::Named),
+            (Place::Env, "name" | "value") => Some(Place::Whole),
+            (Place::Env, "valueFrom") => Some(Place::ValueFrom),
+            (Place::ValueFrom, "secretKeyRef") => Some(Place::Named),
+            (Place::ValueFrom, "fieldRef") => Some(Place::FieldRef),
+            (Place::FieldRef, "fieldPath") => Some(Place::Whole),
+            (Place::Mount, "name" | "mountPath") => Some(Place::Whole),
             _ => None,
+        }
+    }
+
+    /// Where the elements of a list here sit.
+    fn element(self) -> Place {
+        match self {
+            Place::Containers => Place::Container,
+            Place::Sources => Place::Source,
+            _ => Place::Whole,
         }
     }
 }
@@ -388,32 +441,19 @@ impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
             };
             members.push((key, node));
         }
-        // Stable: of members with the same key, the last read stays last, and is kept.
-        members.sort_by(|(a, _), (b, _)| a.cmp(b));
-        let read = members.len();
-        members.dedup_by(|later, kept| {
-            let same = later.0 == kept.0;
-            if same {
-                std::mem::swap(later, kept);
-            }
-            same
-        });
-        let repeated = members.len() < read;
+        let repeated = as_in_a_tree(&mut members);
         Ok(Node::Object(members, repeated))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'a>, A::Error> {
-        if self.0 == Place::Elements {
+        if let Place::Elements(element) = self.0 {
             let mut items = Vec::new();
             while let Some(raw) = seq.next_element::<&'a RawValue>()? {
-                items.push(Node::Lazy(raw, OnceCell::new()));
+                items.push(Node::Lazy(raw, element, OnceCell::new()));
             }
             return Ok(Node::List(items));
         }
-        let element = match self.0 {
-            Place::Containers => Place::Container,
-            _ => Place::Whole,
-        };
+        let element = self.0.element();
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(Read::at(element))? {
             items.push(item);
@@ -614,7 +654,7 @@ mod tests {
         );
         assert_eq!(node.to_value(), Some(template.clone()));
         assert_eq!(serde_json::to_value(&node).ok(), Some(template));
-        // Asked for, an element reads as its tree.
+        // Asked for, an element reads as deep as recognition looks.
         let volume = crate::json::at(&node, &["spec", "volumes"])
             .and_then(|v| v.as_list())
             .and_then(|v| v.first());
@@ -624,6 +664,69 @@ mod tests {
         let mut raw = Vec::new();
         raw_paths(&odd, "", &mut raw);
         assert_eq!(raw, Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_element_is_read_only_as_deep_as_recognition_looks() {
+        let template = json!({"spec": {
+            "volumes": [{"name": "b", "projected": {"defaultMode": 420, "sources": [
+                {"secret": {"name": "s", "items": [{"key": "k", "path": "p"}]}},
+                {"downwardAPI": {"items": []}}]}}],
+            "containers": [{"name": "c",
+                "env": [{"name": "E", "value": "1", "valueFrom": {
+                    "secretKeyRef": {"name": "s", "key": "k"},
+                    "fieldRef": {"apiVersion": "v1", "fieldPath": "f"}}}],
+                "volumeMounts": [{"name": "b", "mountPath": "/b", "readOnly": true}]}]
+        }});
+        let node = read(&template);
+        let element = |path: &[&str]| {
+            let list = crate::json::at(&node, path).and_then(|l| l.as_list());
+            let element = list.and_then(|l| l.first()).expect("an element");
+            // Asked for: read now.
+            assert!(element.is_object());
+            let mut raw = Vec::new();
+            raw_paths(element.read(), "", &mut raw);
+            raw
+        };
+        assert_eq!(
+            element(&["spec", "volumes"]),
+            [
+                ".projected.defaultMode",
+                ".projected.sources[0].secret.items",
+                ".projected.sources[1].downwardAPI",
+            ]
+        );
+        let container = crate::json::at(&node, &["spec", "containers"])
+            .and_then(|c| c.as_list()?.first())
+            .expect("a container");
+        let first = |key: &str| {
+            let element = container.get(key)?.as_list()?.first()?;
+            element.is_object().then(|| {
+                let mut raw = Vec::new();
+                raw_paths(element.read(), "", &mut raw);
+                raw
+            })
+        };
+        assert_eq!(
+            first("env").expect("env"),
+            [
+                ".valueFrom.fieldRef.apiVersion",
+                ".valueFrom.secretKeyRef.key"
+            ]
+        );
+        assert_eq!(first("volumeMounts").expect("mounts"), [".readOnly"]);
+        // What stays raw still compares as JSON, whatever its text.
+        let respaced = r#"{"spec": {"volumes": [{"name": "b", "projected": {"sources": [
+            {"secret": {"items": [{"path": "p", "key": "k"}], "name": "s"}},
+            {"downwardAPI": {"items": []}}], "defaultMode": 420}}]}}"#;
+        let volumes = |n: &Node<'static>| crate::json::at(n, &["spec", "volumes"]).cloned();
+        let other = Node::template(respaced).expect("JSON");
+        assert_eq!(volumes(&node), volumes(&other));
+        // And differs where it differs as JSON.
+        let changed = respaced.replace(r#""path": "p""#, r#""path": "q""#);
+        let changed = Node::template(Box::leak(changed.into_boxed_str())).expect("JSON");
+        assert_ne!(volumes(&node), volumes(&changed));
+        assert_eq!(node.to_value(), Some(template));
     }
 
     #[test]

@@ -448,10 +448,21 @@ fn template_like() -> impl Strategy<Value = String> {
         "volumeMounts",
         "name",
         "image",
+        // What recognition reads of a list element.
+        "projected",
+        "sources",
+        "secret",
+        "value",
+        "valueFrom",
+        "secretKeyRef",
+        "fieldRef",
+        "fieldPath",
+        "mountPath",
         // An escaped key: read as the member it names.
         r"contai\u006eers",
     ]);
-    leaf.prop_recursive(5, 64, 4, move |inner| {
+    // Deep enough for an element's members: spec.volumes[*].projected.sources[*].secret.name.
+    leaf.prop_recursive(8, 64, 4, move |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..3)
                 .prop_map(|items| format!("[{}]", items.join(","))),
@@ -636,4 +647,37 @@ fn a_template_whose_text_cannot_be_copied_is_written_as_the_tree_edit() {
             "{key}"
         );
     }
+}
+
+/// Members the request's object repeats (a top-level member, one of `metadata`'s and `spec`'s
+/// kept raw, a label the policy does not read): each written once, with its last value, as the
+/// tree edit has it.
+#[test]
+fn members_the_request_repeats_are_written_once_with_their_last_value() {
+    let old = fixture("statefulset-0-unbound.json");
+    let new = fixture("statefulset-1-bound-upsi.json");
+    let want = tree_edited(&old, &new).expect("a hold");
+    let mut text = String::from_utf8(payload(&old, &new)).expect("UTF-8");
+    // The request's object comes before its `oldObject`, so each first match is the object's
+    // own member; each repeats one the fixture has, the fixture's value last. A repeated `spec`
+    // goes in last, first in the object, so that the members above find the fixture's.
+    for (member, repeated) in [
+        (r#""metadata":{"#, r#""uid":"first","#),
+        (
+            r#""labels":{"#,
+            r#""korifi.cloudfoundry.org/version":"first","#,
+        ),
+        (r#""spec":{"#, r#""podManagementPolicy":"first","#),
+        (r#""object":{"#, r#""apiVersion":"first","#),
+        (
+            r#""object":{"#,
+            r#""spec":{"podManagementPolicy":"first"},"#,
+        ),
+    ] {
+        let at = text.find(member).expect(member) + member.len();
+        text.insert_str(at, repeated);
+    }
+    let written = mutated_object_text(&crate::answer(text.as_bytes(), NOW)).expect("an object");
+    assert_eq!(repeated_key(&written), None, "{written}");
+    assert_eq!(serde_json::from_str::<Value>(&written).ok(), Some(want));
 }
