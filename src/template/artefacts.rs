@@ -2,6 +2,9 @@
 //! (servicebinding/runtime, or the older VMware implementation) writes into a pod template.
 //! Artefacts are recognised by their whole shape, never by a name prefix alone: anything that
 //! merely looks similar is the app owner's configuration, and a change to it is a restage.
+//!
+//! Of a list element (a volume, an env var, a mount) the policy reads only the members read
+//! here (`Place` in `tree.rs`); a member read here that is not read there reads as absent.
 
 use std::collections::{BTreeMap, BTreeSet};
 
