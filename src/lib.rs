@@ -17,6 +17,7 @@ pub mod settings;
 pub mod template;
 pub mod window;
 pub mod workload;
+pub mod writer;
 
 #[cfg(test)]
 mod tests;

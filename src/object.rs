@@ -12,15 +12,15 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::ser::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::json::as_in_a_tree;
+use crate::json::{as_in_a_tree, same_text, starts_with_text};
 use crate::markers;
 use crate::policy::APP_GUID_LABEL;
 use crate::template::tree::{template_seed, Key, Node};
 use crate::workload::{self, StatusMember};
+use crate::writer::{write_value, Members};
 
 /// The member read apart, and the top-level member that holds it.
 const TEMPLATE: &str = "template";
@@ -72,7 +72,7 @@ const SPLITS: [Split; 2] = [
 ];
 
 fn split(key: &str) -> Option<&'static Split> {
-    SPLITS.iter().find(|s| s.member == key)
+    SPLITS.iter().find(|s| same_text(s.member, key))
 }
 
 #[derive(Debug, Default)]
@@ -191,7 +191,7 @@ impl<'de: 'a, 'a> Visitor<'de> for ObjectVisitor<'a> {
                 continue;
             }
             match key.as_ref() {
-                "status" if self.read_status => {
+                status if self.read_status && same_text(status, "status") => {
                     read.insert(key.into_owned(), map.next_value_seed(Pick::Status)?);
                 }
                 _ => {
@@ -263,15 +263,17 @@ impl<'de: 'a, 'a> Visitor<'de> for SplitSeed<'a> {
         let mut fields = Map::new();
         let mut kept = Kept::default();
         while let Some(key) = map.next_key_seed(Key::seed())? {
-            if let Some(&(member, prefixes)) = self.0.partly.iter().find(|(m, _)| *m == key) {
+            if let Some(&(member, prefixes)) =
+                self.0.partly.iter().find(|(m, _)| same_text(m, &key))
+            {
                 let (value, unread) = map.next_value_seed(Partly(prefixes, PhantomData))?;
                 // A repeated key keeps its last value, as in a tree.
                 kept.unread.retain(|(m, _)| *m != member);
                 kept.unread.push((member, unread));
                 fields.insert(key.into_owned(), value);
-            } else if self.0.values.contains(&key.as_ref()) {
+            } else if self.0.values.iter().any(|v| same_text(v, &key)) {
                 fields.insert(key.into_owned(), map.next_value()?);
-            } else if self.0.apart == Some(key.as_ref()) {
+            } else if self.0.apart.is_some_and(|apart| same_text(apart, &key)) {
                 kept.apart = Some(map.next_value_seed(template_seed())?);
             } else {
                 kept.raw.push((key, map.next_value::<&'a RawValue>()?));
@@ -338,7 +340,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Partly<'a> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let (mut read, mut unread) = (Map::new(), Vec::new());
         while let Some(key) = map.next_key_seed(Key::seed())? {
-            if self.0.iter().any(|prefix| key.starts_with(prefix)) {
+            if self.0.iter().any(|prefix| starts_with_text(&key, prefix)) {
                 read.insert(key.into_owned(), map.next_value()?);
             } else {
                 unread.push((key, map.next_value::<&'a RawValue>()?));
@@ -476,25 +478,31 @@ impl<'de> Visitor<'de> for Pick<'_> {
 pub struct Edited<'o, 'a>(&'o Object<'a>);
 
 impl Edited<'_, '_> {
-    /// Appends the object's JSON to `out`: keys and values escaped by serde_json, the raw members
-    /// and the pod template as the request has them.
+    /// The length of the text the object was read from (the request, both objects in it).
+    pub fn request_len(&self) -> usize {
+        self.0.source.len()
+    }
+
+    /// Appends the object's JSON to `out`: keys and values as serde_json writes them, the raw
+    /// members and the pod template as the request has them.
     pub fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         let object = self.0;
         let Value::Object(read) = &object.read else {
-            return serde_json::to_writer(out, &object.read);
+            write_value(out, &object.read);
+            return Ok(());
         };
         let mut members = Members::open(out);
         for (key, value) in read {
             match (value, split(key)) {
                 (Value::Object(fields), Some(split)) => {
                     let kept = object.kept(split.member);
-                    write_parts(members.key(key)?, fields, split, kept, object.source)?;
+                    write_parts(members.key(key), fields, split, kept, object.source)?;
                 }
-                _ => members.value(key, value)?,
+                _ => members.value(key, value),
             }
         }
         for (key, raw) in &object.rest {
-            members.raw(key, raw.get())?;
+            members.raw(key, raw.get());
         }
         members.close();
         Ok(())
@@ -513,68 +521,31 @@ fn write_parts<'a>(
     for (key, value) in fields {
         match (value, kept.and_then(|kept| kept.unread(key))) {
             (Value::Object(read), Some(unread)) => {
-                let mut map = Members::open(members.key(key)?);
+                let mut map = Members::open(members.key(key));
                 for (key, value) in read {
-                    map.value(key, value)?;
+                    map.value(key, value);
                 }
                 for (key, raw) in unread {
-                    map.raw(key, raw.get())?;
+                    map.raw(key, raw.get());
                 }
                 map.close();
             }
-            _ => members.value(key, value)?,
+            _ => members.value(key, value),
         }
     }
     if let Some(kept) = kept {
         for (key, raw) in &kept.raw {
-            members.raw(key, raw.get())?;
+            members.raw(key, raw.get());
         }
         if let (Some(key), Some(node)) = (split.apart, &kept.apart) {
             // The template is never edited: its own text when it can be found, which costs a
             // copy instead of a walk.
             match node.text_in(source) {
-                Some(text) => members.raw(key, text)?,
-                None => members.value(key, node)?,
+                Some(text) => members.raw(key, text),
+                None => members.serialized(key, node)?,
             }
         }
     }
     members.close();
     Ok(())
-}
-
-/// A JSON object being written, member by member.
-struct Members<'w> {
-    out: &'w mut Vec<u8>,
-    first: bool,
-}
-
-impl<'w> Members<'w> {
-    fn open(out: &'w mut Vec<u8>) -> Self {
-        out.push(b'{');
-        Members { out, first: true }
-    }
-
-    /// Writes the key of the next member; its value goes to the writer returned.
-    fn key(&mut self, key: &str) -> serde_json::Result<&mut Vec<u8>> {
-        if !std::mem::take(&mut self.first) {
-            self.out.push(b',');
-        }
-        serde_json::to_writer(&mut *self.out, key)?;
-        self.out.push(b':');
-        Ok(self.out)
-    }
-
-    fn value(&mut self, key: &str, value: &impl Serialize) -> serde_json::Result<()> {
-        serde_json::to_writer(self.key(key)?, value)
-    }
-
-    /// A member whose value is JSON text already.
-    fn raw(&mut self, key: &str, json: &str) -> serde_json::Result<()> {
-        self.key(key)?.extend_from_slice(json.as_bytes());
-        Ok(())
-    }
-
-    fn close(self) {
-        self.out.push(b'}');
-    }
 }

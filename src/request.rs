@@ -4,6 +4,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::clock::UtcTime;
+use crate::json;
 use crate::object::{self, Object};
 use crate::policy::{decide, Admission};
 use crate::response::{respond, unreadable};
@@ -50,7 +51,7 @@ fn text(s: &Option<String>) -> &str {
 /// `validate` returns them.
 pub fn answer(payload: &[u8], now: UtcTime) -> Vec<u8> {
     // JSON text is UTF-8: checked once here, strings are then read without a check each.
-    let json = std::str::from_utf8(payload).map_err(|_| ());
+    let json = json::utf8(payload).ok_or(());
     let Ok(Payload {
         settings,
         request: r,

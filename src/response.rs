@@ -1,9 +1,6 @@
 //! A decision as an admission response: the request's own object edited in place, warnings
 //! for the client and audit annotations for the log.
 
-use std::collections::HashMap;
-
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::json::Unwritable;
@@ -11,44 +8,74 @@ use crate::markers;
 use crate::object::{Edited, Object};
 use crate::policy::Decision;
 use crate::workload;
+use crate::writer::{write_str, Members};
 
 /// Admission warnings should stay under this many characters (kubectl shows them whole).
 pub const WARNING_LIMIT: usize = 120;
 
-/// The SDK's `ValidationResponse`, field for field, with the mutated object written from the
-/// request's own raw JSON instead of a tree of it.
-#[derive(Serialize)]
+/// The SDK's `ValidationResponse`, field for field (`code` is never set), written by hand: the
+/// mutated object from the request's own raw JSON instead of a tree of it.
 pub struct Answer<'o, 'a> {
     accepted: bool,
     message: Option<String>,
-    code: Option<u16>,
-    /// Written last, by `Edited::write`.
-    #[serde(skip)]
     mutated_object: Option<Edited<'o, 'a>>,
-    audit_annotations: Option<HashMap<String, String>>,
+    audit_annotations: Option<Vec<(&'static str, String)>>,
     warnings: Option<Vec<String>>,
 }
 
 impl Answer<'_, '_> {
     pub fn to_bytes(&self) -> Vec<u8> {
-        // Serialising strings and JSON cannot fail; if it ever did, accept.
+        // Writing JSON to a Vec cannot fail; if it ever did, accept.
         self.write()
             .unwrap_or_else(|_| br#"{"accepted":true}"#.to_vec())
     }
 
     fn write(&self) -> serde_json::Result<Vec<u8>> {
-        let mut out = serde_json::to_vec(self)?;
-        // The other members, closed by the answer's brace; the mutated object joins them.
-        if out.pop() != Some(b'}') {
-            return Err(serde::ser::Error::custom("the answer is not a JSON object"));
-        }
-        out.extend_from_slice(br#","mutated_object":"#);
+        // Room for the whole answer at once, so it is seldom copied as it grows: the payload
+        // holds the object and the old one.
+        let object = self.mutated_object.as_ref().map_or(0, Edited::request_len);
+        let mut out = Vec::with_capacity(1024 + object);
+        let mut members = Members::open(&mut out);
+        members.raw("accepted", if self.accepted { "true" } else { "false" });
+        or_null(members.key("message"), &self.message, |out, m| {
+            write_str(out, m)
+        });
+        members.raw("code", "null");
+        or_null(
+            members.key("audit_annotations"),
+            &self.audit_annotations,
+            |out, audit| {
+                let mut map = Members::open(out);
+                for (key, value) in audit {
+                    write_str(map.key(key), value);
+                }
+                map.close();
+            },
+        );
+        or_null(members.key("warnings"), &self.warnings, |out, warnings| {
+            out.push(b'[');
+            for (i, warning) in warnings.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, warning);
+            }
+            out.push(b']');
+        });
         match &self.mutated_object {
-            Some(object) => object.write(&mut out)?,
-            None => out.extend_from_slice(b"null"),
+            Some(object) => object.write(members.key("mutated_object"))?,
+            None => members.raw("mutated_object", "null"),
         }
-        out.push(b'}');
+        members.close();
         Ok(out)
+    }
+}
+
+/// `write` for a value that is there, `null` otherwise.
+fn or_null<T>(out: &mut Vec<u8>, value: &Option<T>, write: impl FnOnce(&mut Vec<u8>, &T)) {
+    match value {
+        Some(value) => write(out, value),
+        None => out.extend_from_slice(b"null"),
     }
 }
 
@@ -87,16 +114,29 @@ pub fn respond<'o, 'a>(
             first,
         } => {
             let kind = workload.kind();
+            // Concatenated, not formatted: every hold writes one, and `format!` costs several
+            // times as much in the module.
             let warning = if first {
-                format!(
-                    "restage-gate: {kind} rollout held; {} applies at the next restart or restage",
-                    hold.pending
-                )
+                let applies = " applies at the next restart or restage";
+                [
+                    "restage-gate: ",
+                    kind,
+                    " rollout held; ",
+                    &hold.pending,
+                    applies,
+                ]
+                .concat()
             } else {
-                format!(
-                    "restage-gate: {kind} rollout held since {}; pending: {}",
-                    hold.held_since, hold.pending
-                )
+                let since = &hold.held_since;
+                [
+                    "restage-gate: ",
+                    kind,
+                    " rollout held since ",
+                    since,
+                    "; pending: ",
+                    &hold.pending,
+                ]
+                .concat()
             };
             let apply_now = workload.apply_held_now(namespace, name);
             let audit = [
@@ -164,16 +204,11 @@ fn response<'o, 'a>(
     accepted: bool,
     message: Option<String>,
     mutated_object: Option<Edited<'o, 'a>>,
-    notice: Option<(&[(&str, &str)], String)>,
+    notice: Option<(&[(&'static str, &str)], String)>,
 ) -> Answer<'o, 'a> {
     let (audit_annotations, warnings) = match notice {
         Some((audit, warning)) => (
-            Some(
-                audit
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect::<HashMap<_, _>>(),
-            ),
+            Some(audit.iter().map(|(k, v)| (*k, v.to_string())).collect()),
             Some(vec![shorten(warning)]),
         ),
         None => (None, None),
@@ -181,7 +216,6 @@ fn response<'o, 'a>(
     Answer {
         accepted,
         message,
-        code: None,
         mutated_object,
         audit_annotations,
         warnings,
@@ -196,4 +230,45 @@ fn shorten(text: String) -> String {
     let mut short: String = text.chars().take(WARNING_LIMIT - 1).collect();
     short.push('…');
     short
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubewarden_policy_sdk::response::ValidationResponse;
+
+    fn read_back(answer: &Answer) -> ValidationResponse {
+        serde_json::from_slice(&answer.to_bytes()).expect("the SDK's ValidationResponse")
+    }
+
+    #[test]
+    fn every_answer_reads_back_as_the_sdks_response() {
+        let text = r#"{"metadata": {"name": "app", "annotations": {"a\"b": "x"}}, "spec": {"replicas": 1}}"#;
+        let object: Object = serde_json::from_str(text).expect("an object");
+        let object = object.read_from(text);
+        let audit = [("decision", "held"), ("pending", "+db \"x\"")];
+        let held = read_back(&response(
+            true,
+            None,
+            Some(object.edited()),
+            Some((&audit, "restage-gate: held\n".to_string())),
+        ));
+        assert!(held.accepted);
+        let stored: Value = serde_json::from_str(text).expect("JSON");
+        assert_eq!(held.mutated_object, Some(stored));
+        assert_eq!(
+            held.warnings,
+            Some(vec!["restage-gate: held\n".to_string()])
+        );
+        let audit = held.audit_annotations.expect("audit annotations");
+        assert_eq!(audit.len(), 2);
+        assert_eq!(audit["pending"], "+db \"x\"");
+        let refused = read_back(&response(false, Some("refused: \"db\"".into()), None, None));
+        assert!(!refused.accepted);
+        assert_eq!(refused.message.as_deref(), Some("refused: \"db\""));
+        assert_eq!(refused.mutated_object, None);
+        let plain = read_back(&response(true, None, None, None));
+        assert!(plain.accepted && plain.message.is_none() && plain.code.is_none());
+        assert!(plain.warnings.is_none() && plain.audit_annotations.is_none());
+    }
 }

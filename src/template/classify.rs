@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::json::{items, Tree};
+use crate::json::{items, same_text, Tree};
 use crate::template::artefacts::{ArtefactRules, Artefacts};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,8 +191,15 @@ fn fields_equal<T: Tree>(a: &T, b: &T, special: &[&str]) -> bool {
 /// Every field but the `special` ones (compared by the caller) is equal as JSON. Both maps
 /// iterate in key order, so they are walked in lockstep, as `Map == Map` does.
 pub fn fields_equal_in<T: Tree>(a: &T, b: &T, special: &[&str]) -> bool {
-    let plain = |(k, _): &(&str, &T)| !special.contains(k);
-    a.members().filter(plain).eq(b.members().filter(plain))
+    let plain = |(k, _): &(&str, &T)| !special.iter().any(|s| same_text(s, k));
+    let (mut xs, mut ys) = (a.members().filter(plain), b.members().filter(plain));
+    loop {
+        match (xs.next(), ys.next()) {
+            (None, None) => return true,
+            (Some((k, x)), Some((l, y))) if same_text(k, l) && x == y => continue,
+            _ => return false,
+        }
+    }
 }
 
 /// Lists compared on the elements `keep` selects, in order. An absent or null list is an

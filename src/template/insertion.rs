@@ -22,7 +22,7 @@
 
 use std::ops::Range;
 
-use crate::json::{items, name_of, Tree};
+use crate::json::{items, name_of, same_text, Tree};
 use crate::template::artefacts::{
     bindings_by_name, is_projector_root, ArtefactRules, Artefacts, SERVICE_BINDING_ROOT,
 };
@@ -253,7 +253,7 @@ fn added_members<'t, 'a>(
     let mut keys = Vec::new();
     for (key, value) in new.into_iter().flat_map(Node::members) {
         match old.peek() {
-            Some((k, v)) if *k == key => {
+            Some((k, v)) if same_text(k, key) => {
                 if *v != value {
                     return None;
                 }

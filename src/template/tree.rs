@@ -22,7 +22,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Number, Value};
 
-use crate::json::{as_in_a_tree, same_text, Tree};
+use crate::json::{any_byte_is, as_in_a_tree, same_text, word, Tree};
 
 /// A JSON value whose strings are borrowed where the request has them unescaped, and whose
 /// unread members are raw.
@@ -218,9 +218,14 @@ impl PartialEq for Node<'_> {
             (Null, Null) => true,
             (Bool(a), Bool(b)) => a == b,
             (Number(a), Number(b)) => a == b,
-            (Str(a), Str(b)) => a == b,
+            (Str(a), Str(b)) => same_text(a, b),
             (List(a), List(b)) => a == b,
-            (Object(a, _), Object(b, _)) => a == b,
+            (Object(a, _), Object(b, _)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b)
+                        .all(|((k, x), (l, y))| same_text(k, l) && x == y)
+            }
             _ => false,
         }
     }
@@ -233,7 +238,7 @@ impl Tree for Node<'_> {
             // small, and equality tests lengths before bytes (an ordered search compares bytes).
             Node::Object(members, _) => members
                 .iter()
-                .find(|(k, _)| k.as_ref() == key)
+                .find(|(k, _)| same_text(k, key))
                 .map(|(_, v)| v),
             _ => None,
         }
@@ -266,8 +271,7 @@ impl Tree for Node<'_> {
     fn may_contain(&self, text: &str) -> bool {
         match self {
             Node::Lazy(raw, _, read) if read.get().is_none() => {
-                let raw = raw.get().as_bytes();
-                raw.contains(&b'\\') || has(raw, text.as_bytes())
+                has_or_escape(raw.get().as_bytes(), text.as_bytes())
             }
             _ => true,
         }
@@ -308,15 +312,33 @@ impl Serialize for Node<'_> {
     }
 }
 
-/// Whether `needle` occurs in `hay`. Elements are short: a plain search beats setting up
-/// `str::contains`'s searcher for each.
-fn has(hay: &[u8], needle: &[u8]) -> bool {
-    let Some((&first, rest)) = needle.split_first() else {
+/// Whether `needle` occurs in `hay`, or `hay` has an escape (`\`), which may spell it. The
+/// escape is looked for eight bytes at a time; the needle with Horspool's search, which looks
+/// at about one byte in every needle's length: the byte under the needle's last place tells
+/// how far along the needle can next fit.
+fn has_or_escape(hay: &[u8], needle: &[u8]) -> bool {
+    let words = hay.chunks_exact(8);
+    let tail = words.remainder();
+    if words.map(word).any(|w| any_byte_is(w, b'\\')) || tail.contains(&b'\\') {
+        return true;
+    }
+    let Some((&last, before)) = needle.split_last() else {
         return true;
     };
-    hay.iter()
-        .enumerate()
-        .any(|(i, &b)| b == first && hay[i + 1..].starts_with(rest))
+    // A byte's shift, capped at 255 (a shorter shift never skips a match).
+    let capped = |n: usize| u8::try_from(n).unwrap_or(u8::MAX);
+    let mut shift = [capped(needle.len()); 256];
+    for (i, &b) in before.iter().enumerate() {
+        shift[usize::from(b)] = capped(before.len() - i);
+    }
+    let mut at = 0;
+    while let Some(&b) = hay.get(at + before.len()) {
+        if b == last && hay[at..].starts_with(before) {
+            return true;
+        }
+        at += usize::from(shift[usize::from(b)]);
+    }
+    false
 }
 
 /// The elements of a list binding recognition reads.
@@ -369,30 +391,32 @@ enum Place {
 impl Place {
     /// Where member `key` of an object here sits; `None`: it stays raw.
     fn member(self, key: &str) -> Option<Place> {
-        match (self, key) {
+        // Guards, not string patterns: a pattern compares with wasm32's byte-wise `memcmp`.
+        let is = |name: &str| same_text(key, name);
+        Some(match self {
             // Of an unexpected shape (an object where a list belongs): read whole.
-            (Place::Whole | Place::Elements(_) | Place::Sources, _) => Some(Place::Whole),
-            (Place::Template, "metadata") => Some(Place::Metadata),
-            (Place::Template, "spec") => Some(Place::Spec),
-            (Place::Metadata, "annotations") => Some(Place::Whole),
-            (Place::Spec, "volumes") => Some(Place::Elements(Element::Volume)),
-            (Place::Spec, "containers" | "initContainers") => Some(Place::Containers),
+            Place::Whole | Place::Elements(_) | Place::Sources => Place::Whole,
+            Place::Template if is("metadata") => Place::Metadata,
+            Place::Template if is("spec") => Place::Spec,
+            Place::Metadata if is("annotations") => Place::Whole,
+            Place::Spec if is("volumes") => Place::Elements(Element::Volume),
+            Place::Spec if is("containers") || is("initContainers") => Place::Containers,
             // `containers` that is not a list.
-            (Place::Containers, _) => Some(Place::Whole),
-            (Place::Container, "env") => Some(Place::Elements(Element::Env)),
-            (Place::Container, "volumeMounts") => Some(Place::Elements(Element::Mount)),
-            (Place::Volume | Place::Named, "name") => Some(Place::Whole),
-            (Place::Volume, "projected") => Some(Place::Projected),
-            (Place::Projected, "sources") => Some(Place::Sources),
-            (Place::Source, "secret") => Some(Place::Named),
-            (Place::Env, "name" | "value") => Some(Place::Whole),
-            (Place::Env, "valueFrom") => Some(Place::ValueFrom),
-            (Place::ValueFrom, "secretKeyRef") => Some(Place::Named),
-            (Place::ValueFrom, "fieldRef") => Some(Place::FieldRef),
-            (Place::FieldRef, "fieldPath") => Some(Place::Whole),
-            (Place::Mount, "name" | "mountPath") => Some(Place::Whole),
-            _ => None,
-        }
+            Place::Containers => Place::Whole,
+            Place::Container if is("env") => Place::Elements(Element::Env),
+            Place::Container if is("volumeMounts") => Place::Elements(Element::Mount),
+            Place::Volume | Place::Named if is("name") => Place::Whole,
+            Place::Volume if is("projected") => Place::Projected,
+            Place::Projected if is("sources") => Place::Sources,
+            Place::Source if is("secret") => Place::Named,
+            Place::Env if is("name") || is("value") => Place::Whole,
+            Place::Env if is("valueFrom") => Place::ValueFrom,
+            Place::ValueFrom if is("secretKeyRef") => Place::Named,
+            Place::ValueFrom if is("fieldRef") => Place::FieldRef,
+            Place::FieldRef if is("fieldPath") => Place::Whole,
+            Place::Mount if is("name") || is("mountPath") => Place::Whole,
+            _ => return None,
+        })
     }
 
     /// Where the elements of a list here sit.
@@ -760,6 +784,42 @@ mod tests {
             crate::json::text_at(&node, &["metadata", "annotations", "k"]),
             Some("2")
         );
+    }
+
+    #[test]
+    fn the_search_finds_the_text_or_an_escape_wherever_it_sits() {
+        let needle = b"SERVICE_BINDING_ROOT";
+        let naive =
+            |hay: &[u8]| hay.contains(&b'\\') || hay.windows(needle.len()).any(|w| w == needle);
+        for insert in [&needle[..], b"\\", b"SERVICE_BINDING_ROO", b"S", b"SS"] {
+            for at in 0..30 {
+                for len in 0..60 {
+                    let mut hay = vec![b'x'; len];
+                    if at <= len {
+                        hay.splice(at..at, insert.iter().copied());
+                    }
+                    hay.truncate(len);
+                    assert_eq!(
+                        has_or_escape(&hay, needle),
+                        naive(&hay),
+                        "{:?}",
+                        String::from_utf8_lossy(&hay)
+                    );
+                }
+            }
+        }
+        // A needle longer than the 255 a shift is capped at, found and nearly found.
+        let long: Vec<u8> = (0..300u16).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut near = long.clone();
+        near[299] = b'#';
+        for at in [0, 1, 7, 255, 256, 400] {
+            for insert in [&long, &near] {
+                let mut hay = vec![b'x'; 700];
+                hay.splice(at..at, insert.iter().copied());
+                let found = hay.windows(long.len()).any(|w| w == long);
+                assert_eq!(has_or_escape(&hay, &long), found, "at {at}");
+            }
+        }
     }
 
     #[test]

@@ -90,7 +90,13 @@ impl Workload for Deployment {
     /// `kubectl rollout restart` refuses a paused Deployment; `rollout resume` applies the
     /// held changes (and is also what a Deployment that is not held needs to roll).
     fn apply_held_now(&self, namespace: &str, name: &str) -> String {
-        format!("kubectl rollout resume deployment/{name} -n {namespace}")
+        [
+            "kubectl rollout resume deployment/",
+            name,
+            " -n ",
+            namespace,
+        ]
+        .concat()
     }
 }
 

@@ -69,10 +69,17 @@ pub trait Workload: Sync {
 
     /// The command that applies held binding changes now.
     fn apply_held_now(&self, namespace: &str, name: &str) -> String {
-        format!(
-            "kubectl rollout restart {}/{name} -n {namespace}",
-            self.kind().to_lowercase()
-        )
+        // Concatenated, not formatted: `format!` costs several times as much in the module.
+        let kind = self.kind().to_lowercase();
+        [
+            "kubectl rollout restart ",
+            &kind,
+            "/",
+            name,
+            " -n ",
+            namespace,
+        ]
+        .concat()
     }
 
     /// The control as the object has it.

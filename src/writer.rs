@@ -1,0 +1,167 @@
+//! JSON written straight into the answer's bytes: the answer's members and the mutated
+//! object's values and keys byte for byte as serde_json writes them, the raw text kept from the
+//! request as it is. serde_json looks up every byte of every string in its escape table; nearly every
+//! string here (keys, names, the markers, the answer's messages) needs no escape at all, so a
+//! string is checked eight bytes at a time and copied whole, and only one that needs an escape
+//! is written by serde_json.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::json::{any_byte_below, any_byte_is, word};
+
+/// A JSON object being written, member by member.
+pub struct Members<'w> {
+    out: &'w mut Vec<u8>,
+    first: bool,
+}
+
+impl<'w> Members<'w> {
+    pub fn open(out: &'w mut Vec<u8>) -> Self {
+        out.push(b'{');
+        Members { out, first: true }
+    }
+
+    /// Writes the key of the next member; its value goes to the writer returned.
+    pub fn key(&mut self, key: &str) -> &mut Vec<u8> {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
+        }
+        write_str(self.out, key);
+        self.out.push(b':');
+        self.out
+    }
+
+    pub fn value(&mut self, key: &str, value: &Value) {
+        write_value(self.key(key), value);
+    }
+
+    /// A member whose value serialises (a tree that is not a `Value`).
+    pub fn serialized(&mut self, key: &str, value: &impl Serialize) -> serde_json::Result<()> {
+        serde_json::to_writer(self.key(key), value)
+    }
+
+    /// A member whose value is JSON text already.
+    pub fn raw(&mut self, key: &str, json: &str) {
+        self.key(key).extend_from_slice(json.as_bytes());
+    }
+
+    pub fn close(self) {
+        self.out.push(b'}');
+    }
+}
+
+/// A `Value` as serde_json writes it.
+pub fn write_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::String(text) => write_str(out, text),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut members = Members::open(out);
+            for (key, value) in map {
+                members.value(key, value);
+            }
+            members.close();
+        }
+        // null, true, false and numbers: serde_json's own text (writing to a Vec cannot fail).
+        scalar => {
+            let _ = serde_json::to_writer(out, scalar);
+        }
+    }
+}
+
+/// A JSON string as serde_json writes it.
+pub fn write_str(out: &mut Vec<u8>, text: &str) {
+    if needs_escape(text.as_bytes()) {
+        // serde_json's escapes; writing a string to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, text);
+        return;
+    }
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
+}
+
+/// Whether serde_json escapes any byte of `text`: `"`, `\` and the control characters below
+/// 0x20 (it writes every other byte as it is, non-ASCII included).
+fn needs_escape(text: &[u8]) -> bool {
+    let words = text.chunks_exact(8);
+    let tail = words.remainder();
+    words
+        .map(word)
+        .any(|w| any_byte_below(w, 0x20) || any_byte_is(w, b'"') || any_byte_is(w, b'\\'))
+        || tail.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn written(value: &Value) -> String {
+        let mut out = Vec::new();
+        write_value(&mut out, value);
+        String::from_utf8(out).expect("UTF-8")
+    }
+
+    #[test]
+    fn every_string_is_written_as_serde_json_writes_it() {
+        // Every byte that needs an escape and its neighbours, at every place in a word.
+        let specials = [
+            '\0', '\u{1}', '\u{1f}', ' ', '!', '"', '#', '[', '\\', ']', '\u{7f}',
+        ];
+        for special in specials.into_iter().chain(['é', '\u{2028}', '😀']) {
+            for at in 0..17 {
+                let text: String = (0..20)
+                    .map(|i| if i == at { special } else { 'a' })
+                    .collect();
+                for len in 0..=text.len() {
+                    let Some(text) = text.get(..len) else {
+                        continue;
+                    };
+                    let value = json!(text);
+                    assert_eq!(written(&value), value.to_string(), "{text:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_value_is_written_as_serde_json_writes_it() {
+        let value = json!({"a\"b": [null, true, false, 0, -1, 1.5, 1e300, u64::MAX, "x\ny"],
+            "": {}, "list": [], "nested": {"z": {"\\": "\u{1}"}}});
+        assert_eq!(written(&value), value.to_string());
+        let mut out = Vec::new();
+        let mut members = Members::open(&mut out);
+        members.raw("raw", r#"{"kept": 1}"#);
+        members.value("v", &json!("é"));
+        members.serialized("s", &[1, 2]).expect("serialised");
+        members.close();
+        assert_eq!(out, r#"{"raw":{"kept": 1},"v":"é","s":[1,2]}"#.as_bytes());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+        #[test]
+        fn any_string_is_written_as_serde_json_writes_it(
+            chars in proptest::collection::vec(
+                prop_oneof![Just('"'), Just('\\'), (0u8..0x20).prop_map(char::from), any::<char>()],
+                0..40,
+            )
+        ) {
+            let value = Value::String(chars.into_iter().collect());
+            prop_assert_eq!(written(&value), value.to_string());
+        }
+    }
+}
