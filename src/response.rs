@@ -8,7 +8,7 @@ use crate::markers;
 use crate::object::{Edited, Object};
 use crate::policy::Decision;
 use crate::workload;
-use crate::writer::{write_str, Members};
+use crate::writer::{write_list, write_str, Members};
 
 /// Admission warnings should stay under this many characters (kubectl shows them whole).
 pub const WARNING_LIMIT: usize = 120;
@@ -53,14 +53,7 @@ impl Answer<'_, '_> {
             },
         );
         or_null(members.key("warnings"), &self.warnings, |out, warnings| {
-            out.push(b'[');
-            for (i, warning) in warnings.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, warning);
-            }
-            out.push(b']');
+            write_list(out, warnings, |out, warning| write_str(out, warning));
         });
         match &self.mutated_object {
             Some(object) => object.write(members.key("mutated_object"))?,

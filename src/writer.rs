@@ -55,16 +55,7 @@ impl<'w> Members<'w> {
 pub fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::String(text) => write_str(out, text),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(out, item);
-            }
-            out.push(b']');
-        }
+        Value::Array(items) => write_list(out, items, write_value),
         Value::Object(map) => {
             let mut members = Members::open(out);
             for (key, value) in map {
@@ -77,6 +68,18 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
             let _ = serde_json::to_writer(out, scalar);
         }
     }
+}
+
+/// A JSON list of `items`, each written by `write`.
+pub fn write_list<T>(out: &mut Vec<u8>, items: &[T], write: impl Fn(&mut Vec<u8>, &T)) {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(out, item);
+    }
+    out.push(b']');
 }
 
 /// A JSON string as serde_json writes it.
