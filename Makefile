@@ -21,7 +21,7 @@ IMAGE        = $(REGISTRY)/restage-gate:v$(VERSION)
 # The e2e suites evaluate this module.
 export RESTAGE_GATE_WASM := $(CURDIR)/policy.wasm
 
-.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions fuzz fuzz-smoke keys sign verify release-tool
+.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions profile-functions fuzz fuzz-smoke keys sign verify release-tool
 
 all: policy.wasm
 
@@ -127,6 +127,15 @@ bench: policy.wasm annotated-policy.wasm floor
 bench-instructions: policy.wasm floor
 	@command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind"; exit 1; }
 	$(CARGO) run --locked --profile dev -p restage-gate-e2e --example instructions
+
+# Where the guest's instructions go, by wasm function, on one case of `make bench` (CASE counts
+# its table's rows from 0): exclusive instructions per call, from callgrind and wasmtime's perf map.
+CASE ?= 1
+profile-functions: | wasm-target
+	@command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind"; exit 1; }
+	@echo "== building the module with its function names kept (cargo profile 'profiling')"
+	$(CARGO) build --locked --profile profiling --target $(TARGET) -p restage-gate
+	$(CARGO) run --locked --profile dev -p restage-gate-e2e --example functions -- target/$(TARGET)/profiling/restage_gate.wasm $(CASE)
 
 # cargo-fuzz targets (nightly): `make test` runs each for FUZZ_SECONDS without a sanitizer,
 # `make fuzz` for longer with AddressSanitizer.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use restage_gate_evaluation::guest::Guest;
 use wapc::{WapcHost, WasiParams};
-use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+use wasmtime_provider::{wasmtime, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
 /// A compiled module, ready to instantiate. Compiling is the expensive step, so it is done once
 /// and shared; every evaluation gets a fresh instance, as in policy-server.
@@ -27,8 +27,25 @@ impl Module {
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
-        let pre = WasmtimeEngineProviderBuilder::new()
-            .module_bytes(bytes)
+        Self::build(WasmtimeEngineProviderBuilder::new().module_bytes(bytes))
+    }
+
+    /// Compiled by an engine that writes a perf map (`/tmp/perf-<pid>.map`: where each wasm
+    /// function's machine code sits), so a profiler can name the module's functions.
+    pub fn profiled(path: &std::path::Path) -> Result<Self, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut config = wasmtime::Config::new();
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        let engine = wasmtime::Engine::new(&config).map_err(|e| e.to_string())?;
+        Self::build(
+            WasmtimeEngineProviderBuilder::new()
+                .engine(engine)
+                .module_bytes(&bytes),
+        )
+    }
+
+    fn build(builder: WasmtimeEngineProviderBuilder) -> Result<Self, String> {
+        let pre = builder
             .wasi_params(WasiParams::default())
             .build_pre()
             .map_err(|e| format!("cannot compile the module: {e}"))?;
