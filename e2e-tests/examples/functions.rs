@@ -116,7 +116,7 @@ fn profile(module: &Path, case: usize) -> Result<(), String> {
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_file(&map_path);
     let mut counts: Vec<(String, u64)> = by_function(&text, &map).into_iter().collect();
-    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    counts.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
     let total: u64 = counts.iter().map(|(_, c)| c).sum();
     println!(
         "{}: {} instructions per call",
