@@ -9,10 +9,9 @@
 //! Without arguments beyond the module and case it runs itself under valgrind; with `--calls
 //! <module> <case> <calls>` it only makes the calls to count.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use restage_gate_e2e::callgrind::{by_function, perf_map, run_self, Run};
 use restage_gate_e2e::host::{Instance, Module};
 use restage_gate_e2e::workloads::cases;
 
@@ -36,82 +35,18 @@ fn calls(module: &str, case: usize, n: u64) {
     }
 }
 
-/// Machine-code ranges by start address, with the wasm function each holds.
-fn perf_map(path: &Path) -> Result<BTreeMap<u64, (u64, String)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
-    Ok(text
-        .lines()
-        .filter_map(|line| {
-            let mut parts = line.splitn(3, ' ');
-            let (start, len, name) = (hex(parts.next()?)?, hex(parts.next()?)?, parts.next()?);
-            Some((start, (start + len, name.to_string())))
-        })
-        .collect())
-}
-
-/// Instructions by function name from a callgrind profile written with `--dump-instr=yes
-/// --compress-pos=no`: each cost line is `<address> <line> <count>`; the line after a
-/// `calls=` line is the call's inclusive cost, left out.
-fn by_function(profile: &str, map: &BTreeMap<u64, (u64, String)>) -> BTreeMap<String, u64> {
-    let mut counts = BTreeMap::new();
-    let mut after_call = false;
-    for line in profile.lines() {
-        if line.starts_with("calls=") {
-            after_call = true;
-            continue;
-        }
-        let mut fields = line.split_whitespace();
-        let (Some(address), Some(_), Some(count), None) =
-            (fields.next(), fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        let (Some(address), Ok(count)) = (
-            address
-                .strip_prefix("0x")
-                .and_then(|a| u64::from_str_radix(a, 16).ok()),
-            count.parse::<u64>(),
-        ) else {
-            continue;
-        };
-        if std::mem::take(&mut after_call) {
-            continue;
-        }
-        let name = match map.range(..=address).next_back() {
-            Some((_, (end, name))) if address < *end => name.as_str(),
-            _ => "(outside the module: the waPC host, wasmtime)",
-        };
-        *counts.entry(name.to_string()).or_insert(0) += count;
-    }
-    counts
-}
-
 fn profile(module: &Path, case: usize) -> Result<(), String> {
-    let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = std::env::temp_dir().join(format!("restage-gate-functions.{}", std::process::id()));
-    let child = Command::new("valgrind")
-        .args([
-            "--tool=callgrind",
-            "--toggle-collect=*counted_call*",
-            "--dump-instr=yes",
-        ])
-        .args(["--compress-pos=no", "--compress-strings=no"])
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(&me)
-        .arg("--calls")
-        .arg(module)
-        .args([case.to_string(), CALLS.to_string()])
-        .spawn()
-        .map_err(|e| format!("valgrind: {e} (apt-get install valgrind)"))?;
-    // valgrind runs the program in its own process: the perf map is named after its pid.
-    let pid = child.id();
-    let status = child.wait_with_output().map_err(|e| e.to_string())?.status;
-    if !status.success() {
-        return Err(format!("valgrind failed on case {case}"));
-    }
+    let options = [
+        "--dump-instr=yes",
+        "--compress-pos=no",
+        "--compress-strings=no",
+    ];
+    let Run { pid, .. } = run_self("counted_call", &options, &out, (module, case, CALLS))?;
     let map_path = PathBuf::from(format!("/tmp/perf-{pid}.map"));
-    let map = perf_map(&map_path)?;
+    let map = std::fs::read_to_string(&map_path)
+        .map(|text| perf_map(&text))
+        .map_err(|e| format!("{}: {e}", map_path.display()))?;
     let text = std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_file(&map_path);

@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use restage_gate_e2e::callgrind::{run_self, Run};
 use restage_gate_e2e::host::{floor_path, policy_path, Instance, Module};
 use restage_gate_e2e::workloads::cases;
 use restage_gate_evaluation::admission::handle_answer;
@@ -48,22 +49,9 @@ fn calls(module: &str, case: usize, n: usize) {
 /// Instructions per call of `module` on case `case`, counted by callgrind: the whole path and
 /// the guest alone.
 fn count(module: &std::path::Path, case: usize) -> Result<(u64, u64), String> {
-    let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let profile =
         std::env::temp_dir().join(format!("restage-gate-callgrind.{}", std::process::id()));
-    let out = Command::new("valgrind")
-        .args(["--tool=callgrind", "--toggle-collect=*counted_path*"])
-        .arg(format!("--callgrind-out-file={}", profile.display()))
-        .arg(&me)
-        .arg("--calls")
-        .arg(module)
-        .args([case.to_string(), CALLS.to_string()])
-        .output()
-        .map_err(|e| format!("valgrind: {e} (apt-get install valgrind)"))?;
-    let log = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        return Err(format!("valgrind failed on case {case}:\n{log}"));
-    }
+    let Run { log, .. } = run_self("counted_path", &[], &profile, (module, case, CALLS as u64))?;
     let whole = log
         .lines()
         .find_map(|l| l.split("Collected :").nth(1))

@@ -4,6 +4,7 @@
 //! request builders are in `restage-gate-testkit`.
 
 pub mod bundled;
+pub mod callgrind;
 pub mod cluster;
 pub mod host;
 pub mod manifests;
