@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use restage_gate_e2e::callgrind::{by_function, perf_map, run_self, Run};
+use restage_gate_e2e::callgrind::{by_function, perf_map, run_self, short_name, Run};
 use restage_gate_e2e::host::{Instance, Module};
 use restage_gate_e2e::workloads::cases;
 
@@ -60,7 +60,7 @@ fn profile(module: &Path, case: usize) -> Result<(), String> {
     );
     for (name, count) in counts.iter().take(40) {
         let share = 100.0 * *count as f64 / total as f64;
-        println!("{:>9} {share:5.1}%  {name}", count / CALLS);
+        println!("{:>9} {share:5.1}%  {}", count / CALLS, short_name(name));
     }
     Ok(())
 }

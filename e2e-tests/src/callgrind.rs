@@ -96,6 +96,29 @@ pub fn by_function(profile: &str, map: &BTreeMap<u64, (u64, String)>) -> BTreeMa
     counts
 }
 
+/// A function's name as v0 symbol mangling spells it, without the crate disambiguators
+/// (`serde_json[c2a6b7e5c4922e90]::de` reads `serde_json::de`): v0 names a generic function's
+/// type arguments, which is what tells one `deserialize_any` from another.
+pub fn short_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(open) = rest.find('[') {
+        let (before, from) = rest.split_at(open);
+        out.push_str(before);
+        match from[1..].find(']') {
+            Some(len) if len > 0 && from[1..=len].bytes().all(|b| b.is_ascii_hexdigit()) => {
+                rest = &from[len + 2..];
+            }
+            _ => {
+                out.push('[');
+                rest = &from[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +142,17 @@ fl=(2) src/x.rs
             counts,
             want.iter().map(|(n, c)| (n.to_string(), *c)).collect()
         );
+    }
+
+    #[test]
+    fn crate_disambiguators_are_left_out_of_a_name_and_other_brackets_kept() {
+        let name = "<&mut serde_json[c2a6b7e5c4922e90]::de::Deserializer<R> as \
+                    serde_core[aabb7bbbcc0fde3d]::de::Deserializer>::deserialize_any::<[u8; 4]>";
+        assert_eq!(
+            short_name(name),
+            "<&mut serde_json::de::Deserializer<R> as serde_core::de::Deserializer>\
+             ::deserialize_any::<[u8; 4]>"
+        );
+        assert_eq!(short_name("a[] b[x1] c["), "a[] b[x1] c[");
     }
 }
