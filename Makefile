@@ -130,14 +130,14 @@ bench-instructions: policy.wasm floor
 
 # Where the guest's instructions go, by wasm function, on one case of `make bench` (CASE counts
 # its table's rows from 0): exclusive instructions per call, from callgrind and wasmtime's perf map.
-# Symbols mangled the v0 way name a generic function's type arguments: each instantiation is
-# a line of its own.
+# Symbols mangled the v0 way name a generic function's type arguments, so one instantiation can
+# be told from another (legacy names differ only by a hash); added to the user's own RUSTFLAGS.
 CASE ?= 1
 profile-functions: | wasm-target
 	@command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind"; exit 1; }
 	@echo "== building the module with its function names kept (cargo profile 'profiling', v0 symbol names)"
-	RUSTFLAGS="-C symbol-mangling-version=v0" $(CARGO) build --locked --profile profiling --target $(TARGET) -p restage-gate
-	$(CARGO) run --locked --profile dev -p restage-gate-e2e --example functions -- target/$(TARGET)/profiling/restage_gate.wasm $(CASE)
+	RUSTFLAGS="$${RUSTFLAGS:+$$RUSTFLAGS }-C symbol-mangling-version=v0" $(CARGO) build --locked --profile profiling --target $(TARGET) -p restage-gate
+	$(CARGO) run --locked --profile dev -p restage-gate-e2e --example functions -- $(TARGET_DIR)/$(TARGET)/profiling/restage_gate.wasm $(CASE)
 
 # cargo-fuzz targets (nightly): `make test` runs each for FUZZ_SECONDS without a sanitizer,
 # `make fuzz` for longer with AddressSanitizer.

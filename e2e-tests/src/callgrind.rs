@@ -96,19 +96,29 @@ pub fn by_function(profile: &str, map: &BTreeMap<u64, (u64, String)>) -> BTreeMa
     counts
 }
 
-/// A function's name as v0 symbol mangling spells it, without the crate disambiguators
-/// (`serde_json[c2a6b7e5c4922e90]::de` reads `serde_json::de`): v0 names a generic function's
-/// type arguments, which is what tells one `deserialize_any` from another.
+/// A v0-demangled name without its crate disambiguators (`serde_json[c2a6b7e5c4922e90]::de`
+/// reads `serde_json::de`): v0 names a generic function's type arguments, which is what tells
+/// one `deserialize_any` from another, and the hashes only lengthen the line. A disambiguator
+/// follows a crate's name and is at least 8 lowercase hex digits; other brackets (`&[f32]`,
+/// wasmtime's `wasm[0]::function[12]`) stay.
 pub fn short_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut rest = name;
     while let Some(open) = rest.find('[') {
         let (before, from) = rest.split_at(open);
         out.push_str(before);
-        match from[1..].find(']') {
-            Some(len) if len > 0 && from[1..=len].bytes().all(|b| b.is_ascii_hexdigit()) => {
-                rest = &from[len + 2..];
-            }
+        let after_crate = out
+            .bytes()
+            .next_back()
+            .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
+        let hash_len = from[1..].find(']').filter(|&len| {
+            len >= 8
+                && from[1..=len]
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        });
+        match hash_len {
+            Some(len) if after_crate => rest = &from[len + 2..],
             _ => {
                 out.push('[');
                 rest = &from[1..];
@@ -146,13 +156,24 @@ fl=(2) src/x.rs
 
     #[test]
     fn crate_disambiguators_are_left_out_of_a_name_and_other_brackets_kept() {
-        let name = "<&mut serde_json[c2a6b7e5c4922e90]::de::Deserializer<R> as \
+        let name = "<&mut serde_json[c2a6b7e5c4922e90]::de::Deserializer<\
+                    serde_json[c2a6b7e5c4922e90]::read::StrRead> as \
                     serde_core[aabb7bbbcc0fde3d]::de::Deserializer>::deserialize_any::<[u8; 4]>";
         assert_eq!(
             short_name(name),
-            "<&mut serde_json::de::Deserializer<R> as serde_core::de::Deserializer>\
-             ::deserialize_any::<[u8; 4]>"
+            "<&mut serde_json::de::Deserializer<serde_json::read::StrRead> as \
+             serde_core::de::Deserializer>::deserialize_any::<[u8; 4]>"
         );
-        assert_eq!(short_name("a[] b[x1] c["), "a[] b[x1] c[");
+        assert_eq!(short_name("core[d3fa1c0ffee]"), "core");
+        for kept in [
+            "a[] b[x1] c[",
+            "<&[f32] as x>::y",
+            "<&[deadbeef00] as x>::y",
+            "wasm[0]::function[12]",
+            "crate[C2A6B7E5C4922E90]::f",
+            "[[abcdef01]]",
+        ] {
+            assert_eq!(short_name(kept), kept);
+        }
     }
 }
