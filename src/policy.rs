@@ -13,6 +13,7 @@ use crate::template::insertion::compare;
 use crate::template::tree::Node;
 use crate::window::Window;
 use crate::workload::{self, Workload};
+use crate::writer::json_text;
 
 /// The parts of an admission request the decision reads. The objects are read without their
 /// pod templates (`object.rs`); the templates are read only as deep as binding recognition
@@ -138,7 +139,7 @@ pub fn decide<'a, 'p>(request: &Admission<'a, 'p>, settings: &Settings, now: Utc
                 workload,
                 hold: Hold {
                     remembered_key: workload.remembered_annotation(),
-                    remembered: control_or_default(workload, object).to_string(),
+                    remembered: json_text(&control_or_default(workload, object)),
                     held_since: now.rfc3339(),
                     pending: pending::merge("", &change.delta),
                 },
@@ -160,15 +161,16 @@ fn keep_hold(
 ) -> Decision {
     let held = markers::read(request.old_object, workload.remembered_annotation());
     let remembered = if requests_rolling_control(request, workload) {
-        control_or_default(workload, request.object).to_string()
+        json_text(&control_or_default(workload, request.object))
     } else if let Some(remembered) = held.remembered {
         remembered.to_string()
     } else {
         // Labelled by hand: remember what it has now, never a default over an operator's own.
-        current_rolling_control(request, workload)
-            .cloned()
-            .unwrap_or_else(|| workload.default_control())
-            .to_string()
+        json_text(
+            &current_rolling_control(request, workload)
+                .cloned()
+                .unwrap_or_else(|| workload.default_control()),
+        )
     };
     let previous = held.pending.unwrap_or_default();
     let pending = if change.kind == ChangeKind::BindingOnly {
