@@ -22,8 +22,7 @@ impl std::fmt::Debug for Module {
 
 impl Module {
     pub fn load(path: &std::path::Path) -> Result<Self, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+        Self::from_file(path, WasmtimeEngineProviderBuilder::new())
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
@@ -33,15 +32,19 @@ impl Module {
     /// Compiled by an engine that writes a perf map (`/tmp/perf-<pid>.map`: where each wasm
     /// function's machine code sits), so a profiler can name the module's functions.
     pub fn profiled(path: &std::path::Path) -> Result<Self, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut config = wasmtime::Config::new();
         config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         let engine = wasmtime::Engine::new(&config).map_err(|e| e.to_string())?;
-        Self::build(
-            WasmtimeEngineProviderBuilder::new()
-                .engine(engine)
-                .module_bytes(&bytes),
-        )
+        Self::from_file(path, WasmtimeEngineProviderBuilder::new().engine(engine))
+    }
+
+    /// The module in the file at `path`, compiled by `builder`; errors name the file.
+    fn from_file(
+        path: &std::path::Path,
+        builder: WasmtimeEngineProviderBuilder,
+    ) -> Result<Self, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::build(builder.module_bytes(&bytes)).map_err(|e| format!("{}: {e}", path.display()))
     }
 
     fn build(builder: WasmtimeEngineProviderBuilder) -> Result<Self, String> {
