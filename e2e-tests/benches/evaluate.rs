@@ -1,15 +1,17 @@
 //! `make bench`: restage-gate against the parse-only floor, in the same wasmtime host and run.
 //! Each case is evaluated by one long-lived instance of each module (as policy-server keeps
 //! them); the table shows the median and the 10th-90th percentile spread per evaluation of the
-//! whole path a user pays for (the guest's answer, then the policy server's JSONPatch of a
-//! mutated object), and the ratio of the guest alone.
+//! whole path a user pays for (what policy-evaluator does on each call: build the guest's
+//! payload, call the guest, then turn a mutated object into a JSONPatch), and the ratios of the
+//! same without building the payload and of the guest alone.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use restage_gate_e2e::host::{floor_path, policy_path, Instance, Module};
 use restage_gate_e2e::workloads::cases;
-use restage_gate_evaluation::admission::{handle_answer, Outcome};
+use restage_gate_evaluation::admission::Outcome;
+use restage_gate_evaluation::evaluator::{payload, response, AdmissionRequest};
 use serde_json::Value;
 
 /// `cargo bench` passes `--bench`; `cargo test --all-targets` runs this once per case as a
@@ -25,20 +27,29 @@ fn module(path: PathBuf) -> Module {
 /// Median, 10th and 90th percentile of per-call times, in µs.
 type Spread = (f64, f64, f64);
 
-/// One module's times: the guest's `validate` alone, and the whole path (the guest, then what a
-/// policy server does with its answer).
+/// One module's times per call: the whole path, the same without building the payload (the
+/// guest, then the handling of its answer), and the guest's `validate` alone.
 struct Times {
-    guest: Vec<Duration>,
     whole: Vec<Duration>,
+    answered: Vec<Duration>,
+    guest: Vec<Duration>,
 }
 
-/// Times both modules on the same payload, alternating calls (and which one goes first) so a
+/// Times both modules on the same request, alternating calls (and which one goes first) so a
 /// slow spell of a shared machine falls on both alike.
-fn measure(floor: &Instance, policy: &Instance, request: &Value, payload: &[u8]) -> [Times; 2] {
+fn measure(
+    floor: &Instance,
+    policy: &Instance,
+    request: &AdmissionRequest,
+    settings: &Value,
+) -> [Times; 2] {
     let (warmup, samples) = if full_run() { (30, 301) } else { (1, 3) };
     let call = |instance: &Instance| {
-        let out = instance.call("validate", payload).expect("validate");
-        std::hint::black_box(handle_answer(request, &out).expect("an answer"));
+        let payload = payload(request, settings).expect("a payload");
+        let out = instance
+            .call("validate", payload.text.as_bytes())
+            .expect("validate");
+        std::hint::black_box(response(&payload.request, &out).expect("an answer"));
     };
     for _ in 0..warmup {
         call(floor);
@@ -46,14 +57,22 @@ fn measure(floor: &Instance, policy: &Instance, request: &Value, payload: &[u8])
     }
     let time = |instance: &Instance, times: &mut Times| {
         let start = Instant::now();
-        let out = instance.call("validate", payload).expect("validate");
-        times.guest.push(start.elapsed());
-        std::hint::black_box(handle_answer(request, &out).expect("an answer"));
-        times.whole.push(start.elapsed());
+        let payload = payload(request, settings).expect("a payload");
+        let built = start.elapsed();
+        let out = instance
+            .call("validate", payload.text.as_bytes())
+            .expect("validate");
+        let called = start.elapsed();
+        std::hint::black_box(response(&payload.request, &out).expect("an answer"));
+        let whole = start.elapsed();
+        times.whole.push(whole);
+        times.answered.push(whole - built);
+        times.guest.push(called - built);
     };
     let times = || Times {
-        guest: Vec::with_capacity(samples),
         whole: Vec::with_capacity(samples),
+        answered: Vec::with_capacity(samples),
+        guest: Vec::with_capacity(samples),
     };
     let (mut f, mut p) = (times(), times());
     for i in 0..samples {
@@ -81,25 +100,28 @@ fn main() {
         policy.instance().expect("instance"),
         floor.instance().expect("instance"),
     );
-    println!("Whole path (the guest's `validate`, then the policy server's handling of its answer), and the guest alone:\n");
-    println!("| case | path | request KiB | floor µs (p10-p90) | restage-gate µs (p10-p90) | ratio | target | guest-only ratio |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("Whole path (policy-evaluator's `validate`: the guest's payload, the guest, the handling of its answer), the same without building the payload, and the guest alone:\n");
+    println!("| case | path | request KiB | floor µs (p10-p90) | restage-gate µs (p10-p90) | ratio | target | ratio without the payload | guest-only ratio |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut missed = Vec::new();
     for case in cases() {
-        let request = &case.payload["request"];
-        let payload = serde_json::to_vec(&case.payload).expect("serialisable");
-        let response: Value =
-            serde_json::from_slice(&policy.call("validate", &payload).expect("validate"))
-                .expect("JSON");
-        let outcome = Outcome::new(request, &response);
+        let (request, settings) = (&case.payload["request"], &case.payload["settings"]);
+        let typed = AdmissionRequest::from_value(request).expect("an admission request");
+        let payload = payload(&typed, settings).expect("a payload");
+        let answer = policy
+            .call("validate", payload.text.as_bytes())
+            .expect("validate");
+        let answer: Value = serde_json::from_slice(&answer).expect("JSON");
         assert_eq!(
-            outcome.decision(),
+            Outcome::new(request, &answer).decision(),
             case.decision,
             "{}: the benchmark measures the intended path",
             case.name
         );
-        let [f, p] = measure(&floor, &policy, request, &payload);
-        let (f_guest, p_guest) = (spread(f.guest).0, spread(p.guest).0);
+        let [f, p] = measure(&floor, &policy, &typed, settings);
+        let median = |times: Vec<Duration>| spread(times).0;
+        let guest = median(p.guest) / median(f.guest);
+        let answered = median(p.answered) / median(f.answered);
         let ((f, f10, f90), (p, p10, p90)) = (spread(f.whole), spread(p.whole));
         let (label, target) = (case.path.label(), case.path.target());
         let ratio = p / f;
@@ -107,10 +129,9 @@ fn main() {
             missed.push(case.name.clone());
         }
         println!(
-            "| {} | {label} | {:.1} | {f:.0} ({f10:.0}-{f90:.0}) | {p:.0} ({p10:.0}-{p90:.0}) | {ratio:.2} | ≤ {target} | {:.2} |",
+            "| {} | {label} | {:.1} | {f:.0} ({f10:.0}-{f90:.0}) | {p:.0} ({p10:.0}-{p90:.0}) | {ratio:.2} | ≤ {target} | {answered:.2} | {guest:.2} |",
             case.name,
-            payload.len() as f64 / 1024.0,
-            p_guest / f_guest,
+            payload.text.len() as f64 / 1024.0,
         );
     }
     if missed.is_empty() {

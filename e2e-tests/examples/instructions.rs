@@ -1,7 +1,8 @@
 //! `make bench-instructions`: the benchmark cases of `make bench`, counted in instructions
 //! executed per `validate` call under valgrind's callgrind, for the floor and for restage-gate:
-//! the whole path (the host's call into the guest, then what a policy server does with the
-//! answer: decode it and, for a mutated object, diff, serialise and base64 the JSONPatch), and
+//! the whole path (what policy-evaluator does on each call: build the guest's payload from the
+//! request, call the guest, then turn its answer into an AdmissionResponse, diffing, serialising
+//! and base64ing the JSONPatch of a mutated object), the same without building the payload, and
 //! the guest's call alone. Wall time on a shared machine moves by tens of percent between runs;
 //! instruction counts repeat, so this table shows what a change to the policy costs.
 //!
@@ -14,7 +15,7 @@ use std::process::Command;
 use restage_gate_e2e::callgrind::{run_self, Run};
 use restage_gate_e2e::host::{floor_path, policy_path, Instance, Module};
 use restage_gate_e2e::workloads::cases;
-use restage_gate_evaluation::admission::handle_answer;
+use restage_gate_evaluation::evaluator::{payload, response, AdmissionRequest, Response};
 use serde_json::Value;
 
 const CALLS: usize = 10;
@@ -25,30 +26,67 @@ fn counted_call(instance: &Instance, payload: &[u8]) -> Vec<u8> {
     instance.call("validate", payload).expect("validate")
 }
 
-/// The function callgrind collects in (`--toggle-collect`): one call of the whole path, the
-/// guest and then what a policy server does with its answer, after warm-up.
+/// The policy server's handling of the guest's answer.
 #[inline(never)]
-fn counted_path(instance: &Instance, request: &Value, payload: &[u8]) {
-    let answer = counted_call(instance, payload);
-    std::hint::black_box(handle_answer(request, &answer).expect("an answer"));
+fn counted_answer(request: &Value, answer: &[u8]) -> Response {
+    response(request, answer).expect("an answer")
+}
+
+/// The function callgrind collects in (`--toggle-collect`): one whole `validate` call as
+/// policy-evaluator makes it, after warm-up.
+#[inline(never)]
+fn counted_path(instance: &Instance, request: &AdmissionRequest, settings: &Value) {
+    let payload = payload(request, settings).expect("a payload");
+    let answer = counted_call(instance, payload.text.as_bytes());
+    std::hint::black_box(counted_answer(&payload.request, &answer));
 }
 
 fn calls(module: &str, case: usize, n: usize) {
     let module = Module::load(&PathBuf::from(module)).unwrap_or_else(|e| panic!("{e}"));
     let instance = module.instance().expect("instance");
     let case = &cases()[case].payload;
-    let payload = serde_json::to_vec(case).expect("serialisable");
+    let request = AdmissionRequest::from_value(&case["request"]).expect("an admission request");
     for _ in 0..3 {
-        instance.call("validate", &payload).expect("validate");
+        let payload = payload(&request, &case["settings"]).expect("a payload");
+        instance
+            .call("validate", payload.text.as_bytes())
+            .expect("validate");
     }
     for _ in 0..n {
-        counted_path(&instance, &case["request"], &payload);
+        counted_path(&instance, &request, &case["settings"]);
     }
 }
 
-/// Instructions per call of `module` on case `case`, counted by callgrind: the whole path and
-/// the guest alone.
-fn count(module: &std::path::Path, case: usize) -> Result<(u64, u64), String> {
+/// Instructions per call of one module on one case.
+struct Count {
+    whole: u64,
+    guest: u64,
+    answer: u64,
+}
+
+enum Part {
+    Payload,
+    Guest,
+    Answer,
+}
+
+impl Count {
+    /// The path without building the payload: the guest and the handling of its answer.
+    fn answered(&self) -> u64 {
+        self.guest + self.answer
+    }
+
+    fn part(&self, part: Part) -> String {
+        grouped(match part {
+            Part::Payload => self.whole.saturating_sub(self.answered()),
+            Part::Guest => self.guest,
+            Part::Answer => self.answer,
+        })
+    }
+}
+
+/// Instructions per call of `module` on case `case`, counted by callgrind.
+fn count(module: &std::path::Path, case: usize) -> Result<Count, String> {
     let profile =
         std::env::temp_dir().join(format!("restage-gate-callgrind.{}", std::process::id()));
     let Run { log, .. } = run_self("counted_path", &[], &profile, (module, case, CALLS as u64))?;
@@ -57,9 +95,17 @@ fn count(module: &std::path::Path, case: usize) -> Result<(u64, u64), String> {
         .find_map(|l| l.split("Collected :").nth(1))
         .and_then(|n| n.trim().parse::<u64>().ok())
         .ok_or_else(|| format!("no instruction count in valgrind's output:\n{log}"))?;
-    let guest = inclusive(&profile, "counted_call");
+    let (guest, answer) = (
+        inclusive(&profile, "counted_call"),
+        inclusive(&profile, "counted_answer"),
+    );
     let _ = std::fs::remove_file(&profile);
-    Ok((whole / CALLS as u64, guest? / CALLS as u64))
+    let per_call = |n: u64| n / CALLS as u64;
+    Ok(Count {
+        whole: per_call(whole),
+        guest: per_call(guest?),
+        answer: per_call(answer?),
+    })
 }
 
 /// The inclusive count of the function whose name contains `name`, as callgrind_annotate
@@ -103,11 +149,11 @@ fn main() {
         }
     }
     let (policy, floor) = (policy_path(), floor_path());
-    println!("| case | path | floor instructions | restage-gate instructions | ratio | target | guest-only ratio |");
-    println!("|---|---|---|---|---|---|---|");
-    let mut missed = Vec::new();
+    println!("| case | path | floor instructions | restage-gate instructions | ratio | target | ratio without the payload | guest-only ratio |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let (mut missed, mut parts) = (Vec::new(), Vec::new());
     for (i, case) in cases().iter().enumerate() {
-        let ((f, f_guest), (p, p_guest)) = match (count(&floor, i), count(&policy, i)) {
+        let (f, p) = match (count(&floor, i), count(&policy, i)) {
             (Ok(f), Ok(p)) => (f, p),
             (Err(e), _) | (_, Err(e)) => {
                 eprintln!("{e}");
@@ -115,17 +161,35 @@ fn main() {
             }
         };
         let (label, target) = (case.path.label(), case.path.target());
-        let ratio = p as f64 / f as f64;
-        if ratio > target {
+        let ratio = |p: u64, f: u64| p as f64 / f as f64;
+        let whole = ratio(p.whole, f.whole);
+        if whole > target {
             missed.push(case.name.clone());
         }
         println!(
-            "| {} | {label} | {} | {} | {ratio:.2} | ≤ {target} | {:.2} |",
+            "| {} | {label} | {} | {} | {whole:.2} | ≤ {target} | {:.2} | {:.2} |",
             case.name,
-            grouped(f),
-            grouped(p),
-            p_guest as f64 / f_guest as f64,
+            grouped(f.whole),
+            grouped(p.whole),
+            ratio(p.answered(), f.answered()),
+            ratio(p.guest, f.guest),
         );
+        parts.push(format!(
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            case.name,
+            f.part(Part::Payload),
+            f.part(Part::Guest),
+            f.part(Part::Answer),
+            p.part(Part::Payload),
+            p.part(Part::Guest),
+            p.part(Part::Answer),
+        ));
+    }
+    println!("\nThe same per part, floor then restage-gate: building the payload, the guest, the handling of its answer:\n");
+    println!("| case | floor payload | floor guest | floor answer | restage-gate payload | restage-gate guest | restage-gate answer |");
+    println!("|---|---|---|---|---|---|---|");
+    for row in parts {
+        println!("{row}");
     }
     if missed.is_empty() {
         println!("\nall cases within target");

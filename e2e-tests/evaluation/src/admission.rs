@@ -8,6 +8,8 @@ use std::path::Path;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+use crate::evaluator::{diff, encode};
+
 /// The `request` of an AdmissionReview file, or the file itself when it is a bare request
 /// (`kwctl run --request-path` accepts both).
 pub fn read_request(text: &str) -> Result<Value, String> {
@@ -44,7 +46,7 @@ impl Outcome {
         let object = request.get("object").cloned().unwrap_or(Value::Null);
         let mutated = mutated_object(response);
         let patch = mutated
-            .map(|m| serde_json::to_value(patch(&object, m)).unwrap_or_else(|_| json!([])))
+            .map(|m| serde_json::to_value(diff(&object, m)).unwrap_or_else(|_| json!([])))
             .and_then(|p| p.as_array().cloned())
             .unwrap_or_default();
         Outcome {
@@ -122,29 +124,6 @@ impl Outcome {
 
 fn mutated_object(response: &Value) -> Option<&Value> {
     response.get("mutated_object").filter(|m| !m.is_null())
-}
-
-/// The RFC 6902 patch from the request's object to the mutated one, as policy-evaluator
-/// computes it.
-fn patch(object: &Value, mutated: &Value) -> json_patch::Patch {
-    json_patch::diff(object, mutated)
-}
-
-/// A patch as the AdmissionResponse carries it: serialised, then base64.
-fn encode(patch: &impl serde::Serialize) -> String {
-    let bytes = serde_json::to_vec(patch).unwrap_or_default();
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// What a policy server does with the bytes `validate` answered before the API server sees
-/// them: decode the ValidationResponse and, when it carries a mutated object, diff the
-/// request's object against it and encode the patch. An answer without one costs only its
-/// decoding. Returns the encoded patch, if any.
-pub fn handle_answer(request: &Value, answer: &[u8]) -> Result<Option<String>, String> {
-    let response: Value =
-        serde_json::from_slice(answer).map_err(|e| format!("the answer is not JSON: {e}"))?;
-    let object = request.get("object").unwrap_or(&Value::Null);
-    Ok(mutated_object(&response).map(|m| encode(&patch(object, m))))
 }
 
 fn text(v: &Value) -> Option<String> {

@@ -4,5 +4,6 @@
 //! way.
 
 pub mod admission;
+pub mod evaluator;
 pub mod guest;
 pub mod summary;
