@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use restage_gate_e2e::callgrind::{by_function, perf_map, run_self, short_name, Run};
 use restage_gate_e2e::host::{Instance, Module};
 use restage_gate_e2e::workloads::cases;
+use restage_gate_evaluation::evaluator::{payload, AdmissionRequest};
 
 const CALLS: u64 = 10;
 
@@ -26,12 +27,17 @@ fn counted_call(instance: &Instance, payload: &[u8]) -> Vec<u8> {
 fn calls(module: &str, case: usize, n: u64) {
     let module = Module::profiled(Path::new(module)).unwrap_or_else(|e| panic!("{e}"));
     let instance = module.instance().expect("instance");
-    let payload = serde_json::to_vec(&cases()[case].payload).expect("serialisable");
+    // the payload the benchmarks send, built as policy-evaluator builds it
+    let case = &cases()[case].payload;
+    let request = AdmissionRequest::from_value(&case["request"]).expect("an admission request");
+    let payload = payload(&request, &case["settings"]).expect("a payload");
     for _ in 0..3 {
-        instance.call("validate", &payload).expect("validate");
+        instance
+            .call("validate", payload.text.as_bytes())
+            .expect("validate");
     }
     for _ in 0..n {
-        std::hint::black_box(counted_call(&instance, &payload));
+        std::hint::black_box(counted_call(&instance, payload.text.as_bytes()));
     }
 }
 

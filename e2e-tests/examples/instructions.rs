@@ -15,10 +15,16 @@ use std::process::Command;
 use restage_gate_e2e::callgrind::{run_self, Run};
 use restage_gate_e2e::host::{floor_path, policy_path, Instance, Module};
 use restage_gate_e2e::workloads::cases;
-use restage_gate_evaluation::evaluator::{payload, response, AdmissionRequest, Response};
+use restage_gate_evaluation::evaluator::{payload, response, AdmissionRequest, Payload, Response};
 use serde_json::Value;
 
 const CALLS: usize = 10;
+
+/// Building the guest's payload; its inclusive count is the payload figure.
+#[inline(never)]
+fn counted_payload(request: &AdmissionRequest, settings: &Value) -> Payload {
+    payload(request, settings).expect("a payload")
+}
 
 /// The guest's `validate` alone; its inclusive count is the guest-only figure.
 #[inline(never)]
@@ -26,19 +32,25 @@ fn counted_call(instance: &Instance, payload: &[u8]) -> Vec<u8> {
     instance.call("validate", payload).expect("validate")
 }
 
-/// The policy server's handling of the guest's answer.
+/// The policy server's handling of the guest's answer; its inclusive count is the answer
+/// figure.
 #[inline(never)]
 fn counted_answer(request: &Value, answer: &[u8]) -> Response {
     response(request, answer).expect("an answer")
 }
 
-/// The function callgrind collects in (`--toggle-collect`): one whole `validate` call as
-/// policy-evaluator makes it, after warm-up.
-#[inline(never)]
-fn counted_path(instance: &Instance, request: &AdmissionRequest, settings: &Value) {
-    let payload = payload(request, settings).expect("a payload");
+/// One whole `validate` call as policy-evaluator makes it, freeing what it built at the end.
+fn path(instance: &Instance, request: &AdmissionRequest, settings: &Value) {
+    let payload = counted_payload(request, settings);
     let answer = counted_call(instance, payload.text.as_bytes());
     std::hint::black_box(counted_answer(&payload.request, &answer));
+}
+
+/// The function callgrind collects in (`--toggle-collect`), so the warm-up calls are not
+/// counted.
+#[inline(never)]
+fn counted_path(instance: &Instance, request: &AdmissionRequest, settings: &Value) {
+    path(instance, request, settings)
 }
 
 fn calls(module: &str, case: usize, n: usize) {
@@ -47,27 +59,19 @@ fn calls(module: &str, case: usize, n: usize) {
     let case = &cases()[case].payload;
     let request = AdmissionRequest::from_value(&case["request"]).expect("an admission request");
     for _ in 0..3 {
-        let payload = payload(&request, &case["settings"]).expect("a payload");
-        instance
-            .call("validate", payload.text.as_bytes())
-            .expect("validate");
+        path(&instance, &request, &case["settings"]);
     }
     for _ in 0..n {
         counted_path(&instance, &request, &case["settings"]);
     }
 }
 
-/// Instructions per call of one module on one case.
+/// Instructions per call of one module on one case: the whole path and its parts.
 struct Count {
     whole: u64,
+    payload: u64,
     guest: u64,
     answer: u64,
-}
-
-enum Part {
-    Payload,
-    Guest,
-    Answer,
 }
 
 impl Count {
@@ -76,11 +80,15 @@ impl Count {
         self.guest + self.answer
     }
 
-    fn part(&self, part: Part) -> String {
-        grouped(match part {
-            Part::Payload => self.whole.saturating_sub(self.answered()),
-            Part::Guest => self.guest,
-            Part::Answer => self.answer,
+    /// What the whole path spends outside its three parts: freeing the payload, the answer
+    /// and the response.
+    fn freeing(&self) -> Result<u64, String> {
+        let parts = self.payload + self.guest + self.answer;
+        self.whole.checked_sub(parts).ok_or_else(|| {
+            format!(
+                "the parts ({parts}) count more than the whole ({})",
+                self.whole
+            )
         })
     }
 }
@@ -95,17 +103,21 @@ fn count(module: &std::path::Path, case: usize) -> Result<Count, String> {
         .find_map(|l| l.split("Collected :").nth(1))
         .and_then(|n| n.trim().parse::<u64>().ok())
         .ok_or_else(|| format!("no instruction count in valgrind's output:\n{log}"))?;
-    let (guest, answer) = (
+    let (payload, guest, answer) = (
+        inclusive(&profile, "counted_payload"),
         inclusive(&profile, "counted_call"),
         inclusive(&profile, "counted_answer"),
     );
     let _ = std::fs::remove_file(&profile);
     let per_call = |n: u64| n / CALLS as u64;
-    Ok(Count {
+    let count = Count {
         whole: per_call(whole),
+        payload: per_call(payload?),
         guest: per_call(guest?),
         answer: per_call(answer?),
-    })
+    };
+    count.freeing()?;
+    Ok(count)
 }
 
 /// The inclusive count of the function whose name contains `name`, as callgrind_annotate
@@ -174,20 +186,20 @@ fn main() {
             ratio(p.answered(), f.answered()),
             ratio(p.guest, f.guest),
         );
-        parts.push(format!(
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            case.name,
-            f.part(Part::Payload),
-            f.part(Part::Guest),
-            f.part(Part::Answer),
-            p.part(Part::Payload),
-            p.part(Part::Guest),
-            p.part(Part::Answer),
-        ));
+        for (module, count) in [("floor", &f), ("restage-gate", &p)] {
+            parts.push(format!(
+                "| {} | {module} | {} | {} | {} | {} |",
+                case.name,
+                grouped(count.payload),
+                grouped(count.guest),
+                grouped(count.answer),
+                grouped(count.freeing().unwrap_or_default()),
+            ));
+        }
     }
-    println!("\nThe same per part, floor then restage-gate: building the payload, the guest, the handling of its answer:\n");
-    println!("| case | floor payload | floor guest | floor answer | restage-gate payload | restage-gate guest | restage-gate answer |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("\nThe same per part: building the payload, the guest's call, the handling of its answer, and freeing what the call built:\n");
+    println!("| case | module | payload | guest | answer | freeing |");
+    println!("|---|---|---|---|---|---|");
     for row in parts {
         println!("{row}");
     }

@@ -171,3 +171,23 @@ pub fn cases() -> Vec<Case> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use restage_gate_evaluation::evaluator::{payload, AdmissionRequest};
+
+    use super::*;
+
+    /// The benchmarks send the guest the payload policy-evaluator builds from its typed request:
+    /// it must carry each case's request whole, or they would measure a smaller one.
+    #[test]
+    fn the_payload_policy_evaluator_builds_carries_every_cases_request_whole() {
+        for case in cases() {
+            let typed = AdmissionRequest::from_value(&case.payload["request"]).unwrap();
+            let sent = payload(&typed, &case.payload["settings"]).unwrap();
+            let text: Value = serde_json::from_str(&sent.text).unwrap();
+            assert_eq!(text, case.payload, "{}", case.name);
+            assert_eq!(sent.request, case.payload["request"], "{}", case.name);
+        }
+    }
+}
