@@ -28,7 +28,8 @@ fn module(path: PathBuf) -> Module {
 type Spread = (f64, f64, f64);
 
 /// One module's times per call: the whole path, the same without building the payload (the
-/// guest, then the handling of its answer), and the guest's `validate` alone.
+/// guest, the handling of its answer, freeing what the call built), and the guest's `validate`
+/// alone.
 struct Times {
     whole: Vec<Duration>,
     answered: Vec<Duration>,
