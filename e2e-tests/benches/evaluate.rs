@@ -45,17 +45,6 @@ fn measure(
     settings: &Value,
 ) -> [Times; 2] {
     let (warmup, samples) = if full_run() { (30, 301) } else { (1, 3) };
-    let call = |instance: &Instance| {
-        let payload = payload(request, settings).expect("a payload");
-        let out = instance
-            .call("validate", payload.text.as_bytes())
-            .expect("validate");
-        std::hint::black_box(response(&payload.request, &out).expect("an answer"));
-    };
-    for _ in 0..warmup {
-        call(floor);
-        call(policy);
-    }
     let time = |instance: &Instance, times: &mut Times| {
         let start = Instant::now();
         let payload = payload(request, settings).expect("a payload");
@@ -72,12 +61,17 @@ fn measure(
         times.answered.push(whole - built);
         times.guest.push(called - built);
     };
-    let times = || Times {
-        whole: Vec::with_capacity(samples),
-        answered: Vec::with_capacity(samples),
-        guest: Vec::with_capacity(samples),
+    let times = |calls: usize| Times {
+        whole: Vec::with_capacity(calls),
+        answered: Vec::with_capacity(calls),
+        guest: Vec::with_capacity(calls),
     };
-    let (mut f, mut p) = (times(), times());
+    let mut warming = times(2 * warmup);
+    for _ in 0..warmup {
+        time(floor, &mut warming);
+        time(policy, &mut warming);
+    }
+    let (mut f, mut p) = (times(samples), times(samples));
     for i in 0..samples {
         if i % 2 == 0 {
             time(floor, &mut f);

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 /// An admission request as policy-evaluator holds it: the request's own fields typed, the
 /// objects as JSON values, absent fields left out when it is written.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdmissionRequest {
     pub uid: String,
@@ -41,14 +41,14 @@ pub struct AdmissionRequest {
     pub options: Option<Value>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct GroupVersionKind {
     pub group: String,
     pub version: String,
     pub kind: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct GroupVersionResource {
     pub group: String,
     pub version: String,
@@ -96,7 +96,7 @@ pub fn payload(request: &AdmissionRequest, settings: &Value) -> Result<Payload, 
 }
 
 /// The AdmissionResponse policy-evaluator builds from the guest's answer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct Response {
     pub allowed: bool,
     pub message: Option<String>,
