@@ -34,8 +34,8 @@ impl UtcTime {
         self.0.div_euclid(SECONDS_PER_DAY)
     }
 
-    /// RFC 3339 in UTC, seconds precision: `2026-12-02T16:51:06Z`. Digits are written one by
-    /// one: `format!` costs several times as much in the module, and every hold writes a time.
+    /// RFC 3339 in UTC, seconds precision: `2026-12-02T16:51:06Z`. Every hold writes one, so
+    /// its digits are pushed, not formatted (docs/contributing.md, Performance).
     pub fn rfc3339(self) -> String {
         let (year, month, day) = civil_from_days(self.days());
         let secs = self.0.rem_euclid(SECONDS_PER_DAY);

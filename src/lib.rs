@@ -4,21 +4,25 @@
 //! OnDelete`; Deployment: `paused`) until the app is restarted or restaged anyway, or a
 //! maintenance window opens (see docs/design.md).
 
-pub mod arena;
+// The policy's rules.
 pub mod clock;
-pub mod json;
 pub mod markers;
-pub mod object;
-pub mod pending;
-pub mod policy;
-pub mod request;
-pub mod response;
-pub mod settings;
+mod pending;
+mod policy;
+mod request;
+mod response;
+mod settings;
 pub mod template;
-pub mod window;
+mod view;
+mod window;
 pub mod workload;
-pub mod writer;
 
+// The JSON machinery below them.
+mod raw;
+
+/// The reference the fast path is checked against (tests and the differential fuzz target).
+#[cfg(any(test, feature = "oracle"))]
+pub mod oracle;
 #[cfg(test)]
 mod tests;
 
@@ -30,6 +34,8 @@ use serde_json::Value;
 pub use crate::request::answer;
 pub use crate::response::WARNING_LIMIT;
 use crate::settings::Settings;
+use crate::template::artefacts::ArtefactRules;
+use crate::template::classify::Change;
 
 #[cfg(target_arch = "wasm32")]
 #[no_mangle]
@@ -45,7 +51,7 @@ pub extern "C" fn wapc_init() {
 
 /// waPC `validate`. Never returns `Err`: Kubewarden would turn it into a rejection (code 500).
 pub fn validate(payload: &[u8]) -> CallResult {
-    Ok(arena::evaluation(|| answer(payload, clock::now())))
+    Ok(raw::evaluation(|| answer(payload, clock::now())))
 }
 
 /// The answer to one request at `now`, as the SDK's type (for tests and tools).
@@ -59,6 +65,13 @@ pub fn evaluate(payload: &[u8], now: clock::UtcTime) -> ValidationResponse {
         audit_annotations: None,
         warnings: None,
     })
+}
+
+/// Two pod templates, as JSON text, compared as `validate` compares them (for the native
+/// benchmarks); `None` when either is not JSON.
+pub fn compare_templates(old: &str, new: &str, rules: &ArtefactRules) -> Option<Change> {
+    let (old, new) = (raw::Node::template(old)?, raw::Node::template(new)?);
+    Some(template::insertion::compare(&old, &new, rules))
 }
 
 /// waPC `validate_settings`. Every refusal names the field and the value.

@@ -4,28 +4,28 @@
 
 use serde_json::{json, Value};
 
-use crate::json::{at, existing_map_at, map_at, set, Unwritable};
+use crate::view::{at, existing_map_at, map_at, set, Unwritable};
+pub use crate::workload::{ORIGINAL_PAUSED_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION};
 
 pub const HELD_LABEL: &str = "restage-gate.io/held";
 /// Every label and annotation the policy reads or writes starts with it.
 pub const MARKER_PREFIX: &str = "restage-gate.io/";
-/// The replaced `spec.updateStrategy` (StatefulSet, DaemonSet), as JSON.
-pub const ORIGINAL_STRATEGY_ANNOTATION: &str = "restage-gate.io/original-update-strategy";
-/// The replaced `spec.paused` (Deployment), as JSON.
-pub const ORIGINAL_PAUSED_ANNOTATION: &str = "restage-gate.io/original-paused";
 pub const HELD_SINCE_ANNOTATION: &str = "restage-gate.io/held-since";
 pub const PENDING_ANNOTATION: &str = "restage-gate.io/pending";
 /// Set by an operator (any value) to apply the held changes now.
 pub const RELEASE_ANNOTATION: &str = "restage-gate.io/release";
 
-/// Every key the policy may leave on a workload; a release removes them all.
-const ANNOTATIONS: [&str; 5] = [
-    ORIGINAL_STRATEGY_ANNOTATION,
-    ORIGINAL_PAUSED_ANNOTATION,
-    HELD_SINCE_ANNOTATION,
-    PENDING_ANNOTATION,
-    RELEASE_ANNOTATION,
-];
+/// The annotations every kind shares; each kind adds the one that remembers its control.
+const ANNOTATIONS: [&str; 3] = [HELD_SINCE_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION];
+
+/// Every annotation the policy may leave on a workload of any kind it holds, each once.
+pub fn annotations() -> Vec<&'static str> {
+    let remembered = crate::workload::kinds().map(|k| k.remembered_annotation());
+    let mut keys: Vec<&'static str> = ANNOTATIONS.into_iter().chain(remembered).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
 
 /// The markers a held workload leaves admission with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,15 +81,18 @@ pub fn write(object: &mut Value, hold: &Hold) -> Result<bool, Unwritable> {
     Ok(changed)
 }
 
-/// Removes the label, every marker annotation and the release request. Returns whether
-/// anything changed.
-pub fn remove(object: &mut Value) -> Result<bool, Unwritable> {
+/// Removes the label, every marker annotation (the shared ones and `remembered`, each kind's
+/// own) and the release request. Returns whether anything changed.
+pub fn remove<'k>(
+    object: &mut Value,
+    remembered: impl IntoIterator<Item = &'k str>,
+) -> Result<bool, Unwritable> {
     let mut changed = false;
     if let Some(labels) = existing_map_at(object, &["metadata", "labels"])? {
         changed |= labels.remove(HELD_LABEL).is_some();
     }
     if let Some(annotations) = existing_map_at(object, &["metadata", "annotations"])? {
-        for key in ANNOTATIONS {
+        for key in ANNOTATIONS.into_iter().chain(remembered) {
             changed |= annotations.remove(key).is_some();
         }
     }
@@ -116,9 +119,9 @@ mod tests {
     }
 
     #[test]
-    fn every_marker_has_the_prefix_the_object_reader_reads() {
-        // `object.rs` reads only the workload labels and annotations with this prefix.
-        for key in ANNOTATIONS.iter().chain([&HELD_LABEL]) {
+    fn every_marker_has_the_prefix_the_reader_reads() {
+        // The policy reads only the workload labels and annotations with this prefix.
+        for key in annotations().into_iter().chain([HELD_LABEL]) {
             assert!(key.starts_with(MARKER_PREFIX), "{key}");
         }
     }
@@ -144,12 +147,12 @@ mod tests {
         let mut sts = json!({"metadata": {"labels": {"app": "x"},
             "annotations": {"keep": "me", "restage-gate.io/release": "now"}}, "spec": {}});
         write(&mut sts, &hold()).expect("writable");
-        assert_eq!(remove(&mut sts), Ok(true));
+        assert_eq!(remove(&mut sts, [ORIGINAL_STRATEGY_ANNOTATION]), Ok(true));
         assert_eq!(
             sts,
             json!({"metadata": {"labels": {"app": "x"}, "annotations": {"keep": "me"}}, "spec": {}})
         );
-        assert_eq!(remove(&mut sts), Ok(false));
+        assert_eq!(remove(&mut sts, []), Ok(false));
     }
 
     #[test]
@@ -160,10 +163,10 @@ mod tests {
             Err(Unwritable("metadata.labels is not a JSON object".into()))
         );
         assert!(
-            remove(&mut json!({"metadata": 3})).is_ok(),
+            remove(&mut json!({"metadata": 3}), []).is_ok(),
             "no marker to remove"
         );
-        assert!(remove(&mut json!({"metadata": {"labels": 3}})).is_err());
+        assert!(remove(&mut json!({"metadata": {"labels": 3}}), []).is_err());
     }
 
     #[test]

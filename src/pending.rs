@@ -37,7 +37,6 @@ pub fn merge(previous: &str, delta: &BindingDelta) -> String {
             tokens.push(('~', name.clone()));
         }
     }
-    // Pushed, not formatted: `format!` costs several times as much in the module.
     let mut text = String::new();
     for (i, (sign, name)) in tokens.iter().enumerate() {
         if i > 0 {

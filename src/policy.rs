@@ -4,22 +4,20 @@
 use serde_json::Value;
 
 use crate::clock::UtcTime;
-use crate::json::{at, text_at, Tree};
-use crate::markers::{self, Hold};
+use crate::markers::{self, Hold, MARKER_PREFIX};
 use crate::pending;
+use crate::raw::{json_text, ReadPlan, Tree};
 use crate::settings::{Mode, Settings};
 use crate::template::classify::{Change, ChangeKind};
 use crate::template::insertion::compare;
-use crate::template::tree::Node;
+use crate::view::{at, text_at};
 use crate::window::Window;
-use crate::workload::{self, Workload};
-use crate::writer::json_text;
+use crate::workload::{self, Json, Workload};
 
-/// The parts of an admission request the decision reads. The objects are read without their
-/// pod templates (`object.rs`); the templates are read only as deep as binding recognition
-/// looks (`template/tree.rs`).
+/// The parts of an admission request the decision reads: the objects as far as
+/// [`read_plan`] reads them, and their pod templates as far as binding recognition looks.
 #[derive(Debug, Clone, Copy)]
-pub struct Admission<'a, 'p> {
+pub struct Admission<'a, T> {
     pub operation: &'a str,
     pub group: &'a str,
     pub kind: &'a str,
@@ -28,9 +26,9 @@ pub struct Admission<'a, 'p> {
     pub name: &'a str,
     pub object: &'a Value,
     pub old_object: &'a Value,
-    /// The pod templates, read from the request's text (`'p`).
-    pub template: Option<&'a Node<'p>>,
-    pub old_template: Option<&'a Node<'p>>,
+    /// The pod templates, at the kind's template path.
+    pub template: Option<&'a T>,
+    pub old_template: Option<&'a T>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,7 +69,64 @@ pub enum Decision {
 /// Korifi's label naming the Cloud Foundry app, shown in a refusal.
 pub const APP_GUID_LABEL: &str = "korifi.cloudfoundry.org/app-guid";
 
-pub fn decide<'a, 'p>(request: &Admission<'a, 'p>, settings: &Settings, now: UtcTime) -> Decision {
+const NAME: &[&str] = &["metadata", "name"];
+const NAMESPACE: &[&str] = &["metadata", "namespace"];
+const DELETION: &[&str] = &["metadata", "deletionTimestamp"];
+const LABELS: &[&str] = &["metadata", "labels"];
+const ANNOTATIONS: &[&str] = &["metadata", "annotations"];
+
+/// What the decision reads of the objects: the names a refusal shows, deletion, the policy's
+/// own label and annotations (of the workload's others, only the app a refusal names), and
+/// what each kind declares: its control, its fields, its pod template and its `status`.
+pub fn read_plan() -> ReadPlan {
+    let mut plan = ReadPlan {
+        values: vec![NAME, NAMESPACE, DELETION],
+        maps: vec![
+            (LABELS, vec![MARKER_PREFIX, APP_GUID_LABEL]),
+            (ANNOTATIONS, vec![MARKER_PREFIX]),
+        ],
+        ..ReadPlan::default()
+    };
+    for kind in workload::kinds().map(|w| w.declared()) {
+        let fields = [kind.control].into_iter().chain(kind.reads.iter().copied());
+        for field in fields {
+            if !plan.values.contains(&field.path) {
+                plan.values.push(field.path);
+            }
+        }
+        if !plan.templates.contains(&kind.template) {
+            plan.templates.push(kind.template);
+        }
+        for field in kind.status {
+            let members = match field.json {
+                Json::ListOf(members) => members,
+                _ => &[],
+            };
+            if let [member] = field.path {
+                plan.status.push((member, members));
+            }
+        }
+        if !kind.remembered.starts_with(MARKER_PREFIX) {
+            plan.maps[1].1.push(kind.remembered);
+        }
+    }
+    plan
+}
+
+pub fn decide<T: Tree>(request: &Admission<T>, settings: &Settings, now: UtcTime) -> Decision {
+    decide_with(request, settings, now, |old, new| {
+        compare(old, new, &settings.artefacts)
+    })
+}
+
+/// `decide`, with the two templates compared by `compare` (the reference implementation's
+/// comparison, in the differential tests).
+pub(crate) fn decide_with<'a, T: Tree>(
+    request: &Admission<'a, T>,
+    settings: &Settings,
+    now: UtcTime,
+    compare: impl FnOnce(&T, &T) -> Change,
+) -> Decision {
     let in_scope = request.operation == "UPDATE" && request.sub_resource.is_empty();
     let Some(workload) = workload::of(request.group, request.kind).filter(|_| in_scope) else {
         return Decision::Accept;
@@ -83,14 +138,14 @@ pub fn decide<'a, 'p>(request: &Admission<'a, 'p>, settings: &Settings, now: Utc
     if being_deleted(object) || being_deleted(old) {
         return Decision::Accept;
     }
-    let template = |t: Option<&'a Node<'p>>| t.filter(|t| t.is_object());
+    let template = |t: Option<&'a T>| t.filter(|t| t.is_object());
     let (Some(old_template), Some(new_template)) =
         (template(request.old_template), template(request.template))
     else {
         return Decision::Unreadable("spec.template is missing or not an object".into());
     };
 
-    let mut change = compare(old_template, new_template, &settings.artefacts);
+    let mut change = compare(old_template, new_template);
     let held = markers::is_held(old);
     // A held workload whose request dropped the markers was overwritten by a controller: the
     // projector restores the live bindings in the same request, so nothing was unbound.
@@ -153,8 +208,8 @@ pub fn decide<'a, 'p>(request: &Admission<'a, 'p>, settings: &Settings, now: Utc
 /// Re-applied markers come from the old object unchanged, so a controller's repeated writes
 /// store the same object and do not wake it again. `pending` changes only with a binding
 /// change that is not a wipe.
-fn keep_hold(
-    request: &Admission,
+fn keep_hold<T>(
+    request: &Admission<T>,
     workload: &'static dyn Workload,
     change: &Change,
     now: UtcTime,
@@ -195,7 +250,7 @@ fn keep_hold(
 /// What a release writes back: nothing when the request sets a rolling control itself (it is
 /// the one to keep); else the remembered control when the API server accepts it; else the
 /// control the workload has, unless that is the hold's; else the API default.
-fn release(request: &Admission, workload: &'static dyn Workload, because: String) -> Decision {
+fn release<T>(request: &Admission<T>, workload: &'static dyn Workload, because: String) -> Decision {
     let held = markers::read(request.old_object, workload.remembered_annotation());
     let released = held.pending.unwrap_or_default().to_string();
     let remembered = held.remembered.map(|text| {
@@ -224,14 +279,14 @@ fn release(request: &Admission, workload: &'static dyn Workload, because: String
 
 /// Whether the request sets a control that lets pods roll, other than the old object's (Korifi's
 /// runner resets the strategy on every write; `kubectl rollout resume` unpauses).
-fn requests_rolling_control(request: &Admission, workload: &dyn Workload) -> bool {
+fn requests_rolling_control<T>(request: &Admission<T>, workload: &dyn Workload) -> bool {
     let requested = workload.control(request.object);
     requested != workload.control(request.old_object) && !workload.stops_rollouts(requested)
 }
 
 /// The control the request or the old object has, when it lets pods roll.
-fn current_rolling_control<'a>(
-    request: &Admission<'a, '_>,
+fn current_rolling_control<'a, T>(
+    request: &Admission<'a, T>,
     workload: &dyn Workload,
 ) -> Option<&'a Value> {
     [request.object, request.old_object]
@@ -248,12 +303,12 @@ fn control_or_default(workload: &dyn Workload, object: &Value) -> Value {
 }
 
 fn being_deleted(object: &Value) -> bool {
-    at(object, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null())
+    at(object, DELETION).is_some_and(|t| !t.is_null())
 }
 
 /// Names the workload, the bindings and every way to apply the change now.
-fn reject(
-    request: &Admission,
+fn reject<T>(
+    request: &Admission<T>,
     workload: &dyn Workload,
     change: &Change,
     windows: &[Window],

@@ -1,76 +1,16 @@
-//! A decision as an admission response: the request's own object edited in place, warnings
-//! for the client and audit annotations for the log.
+//! A decision as an admission response: the edits to the request's own object, warnings for
+//! the client and audit annotations for the log.
 
 use serde_json::Value;
 
-use crate::json::Unwritable;
 use crate::markers;
-use crate::object::{Edited, Object};
 use crate::policy::Decision;
+use crate::raw::Answer;
+use crate::view::Unwritable;
 use crate::workload;
-use crate::writer::{write_list, write_str, Members};
 
 /// Admission warnings should stay under this many characters (kubectl shows them whole).
 pub const WARNING_LIMIT: usize = 120;
-
-/// The SDK's `ValidationResponse`, field for field (`code` is never set), written by hand: the
-/// mutated object from the request's own raw JSON instead of a tree of it.
-pub struct Answer<'o, 'a> {
-    accepted: bool,
-    message: Option<String>,
-    mutated_object: Option<Edited<'o, 'a>>,
-    audit_annotations: Option<Vec<(&'static str, String)>>,
-    warnings: Option<Vec<String>>,
-}
-
-impl Answer<'_, '_> {
-    pub fn to_bytes(&self) -> Vec<u8> {
-        // Writing JSON to a Vec cannot fail; if it ever did, accept.
-        self.write()
-            .unwrap_or_else(|_| br#"{"accepted":true}"#.to_vec())
-    }
-
-    fn write(&self) -> serde_json::Result<Vec<u8>> {
-        // Room for the whole answer at once, so it is seldom copied as it grows: the payload
-        // holds the object and the old one.
-        let object = self.mutated_object.as_ref().map_or(0, Edited::request_len);
-        let mut out = Vec::with_capacity(1024 + object);
-        let mut members = Members::open(&mut out);
-        members.raw("accepted", if self.accepted { "true" } else { "false" });
-        or_null(members.key("message"), &self.message, |out, m| {
-            write_str(out, m)
-        });
-        members.raw("code", "null");
-        or_null(
-            members.key("audit_annotations"),
-            &self.audit_annotations,
-            |out, audit| {
-                let mut map = Members::open(out);
-                for (key, value) in audit {
-                    write_str(map.key(key), value);
-                }
-                map.close();
-            },
-        );
-        or_null(members.key("warnings"), &self.warnings, |out, warnings| {
-            write_list(out, warnings, |out, warning| write_str(out, warning));
-        });
-        match &self.mutated_object {
-            Some(object) => object.write(members.key("mutated_object"))?,
-            None => members.raw("mutated_object", "null"),
-        }
-        members.close();
-        Ok(out)
-    }
-}
-
-/// `write` for a value that is there, `null` otherwise.
-fn or_null<T>(out: &mut Vec<u8>, value: &Option<T>, write: impl FnOnce(&mut Vec<u8>, &T)) {
-    match value {
-        Some(value) => write(out, value),
-        None => out.extend_from_slice(b"null"),
-    }
-}
 
 /// What a decision changes in the object: the tree-based edit, made on the members the policy
 /// read (or, in tests, on a whole tree). Returns whether anything changed.
@@ -85,21 +25,20 @@ pub fn edit(decision: &Decision, object: &mut Value) -> Result<bool, Unwritable>
     }
 }
 
-/// Turns a decision into a response, editing the request's own object.
-pub fn respond<'o, 'a>(
+/// Turns a decision into a response, editing the values read of the request's object. Returns
+/// whether the object changed: the answer then carries it.
+pub fn respond(
     decision: Decision,
-    object: &'o mut Object<'a>,
+    object: &mut Value,
     namespace: &str,
     name: &str,
-) -> Answer<'o, 'a> {
-    let changed = match edit(&decision, &mut object.read) {
-        Err(Unwritable(why)) => return unreadable(&why),
+) -> (Answer, bool) {
+    let changed = match edit(&decision, object) {
+        Err(Unwritable(why)) => return (unreadable(&why), false),
         Ok(changed) => changed,
     };
-    let object: &'o Object<'a> = object;
-    let mutated = || changed.then(|| object.edited());
-    match decision {
-        Decision::Accept => response(true, None, None, None),
+    let answer = match decision {
+        Decision::Accept => response(true, None, None),
         Decision::Unreadable(why) => unreadable(&why),
         Decision::Hold {
             workload,
@@ -107,8 +46,6 @@ pub fn respond<'o, 'a>(
             first,
         } => {
             let kind = workload.kind();
-            // Concatenated, not formatted: every hold writes one, and `format!` costs several
-            // times as much in the module.
             let warning = if first {
                 let applies = " applies at the next restart or restage";
                 [
@@ -137,7 +74,7 @@ pub fn respond<'o, 'a>(
                 ("pending", hold.pending.as_str()),
                 ("apply-now", apply_now.as_str()),
             ];
-            response(true, None, mutated(), Some((&audit, warning)))
+            response(true, None, Some((&audit, warning)))
         }
         Decision::Release {
             workload,
@@ -163,12 +100,12 @@ pub fn respond<'o, 'a>(
                 ("released", released.as_str()),
                 ("reason", reason.as_str()),
             ];
-            response(true, None, mutated(), Some((&audit, warning)))
+            response(true, None, Some((&audit, warning)))
         }
         Decision::RollNow { workload, why } => {
             let warning = format!("restage-gate: {} rolls now: {why}", workload.kind());
             let audit = [("decision", "rolling"), ("reason", why.as_str())];
-            response(true, None, None, Some((&audit, warning)))
+            response(true, None, Some((&audit, warning)))
         }
         Decision::NotHeld { workload } => {
             let warning = format!(
@@ -177,28 +114,28 @@ pub fn respond<'o, 'a>(
                 markers::RELEASE_ANNOTATION
             );
             let audit = [("decision", "not-held")];
-            response(true, None, mutated(), Some((&audit, warning)))
+            response(true, None, Some((&audit, warning)))
         }
         Decision::Reject { message, bindings } => {
             let warning = format!("restage-gate: refused binding change {bindings}");
             let audit = [("decision", "rejected"), ("bindings", bindings.as_str())];
-            response(false, Some(message), None, Some((&audit, warning)))
+            response(false, Some(message), Some((&audit, warning)))
         }
-    }
+    };
+    (answer, changed)
 }
 
-pub fn unreadable<'o, 'a>(why: &str) -> Answer<'o, 'a> {
+pub fn unreadable(why: &str) -> Answer {
     let warning = format!("restage-gate: accepted unchanged, request not readable: {why}");
     let audit = [("decision", "unreadable"), ("reason", why)];
-    response(true, None, None, Some((&audit, warning)))
+    response(true, None, Some((&audit, warning)))
 }
 
-fn response<'o, 'a>(
+fn response(
     accepted: bool,
     message: Option<String>,
-    mutated_object: Option<Edited<'o, 'a>>,
     notice: Option<(&[(&'static str, &str)], String)>,
-) -> Answer<'o, 'a> {
+) -> Answer {
     let (audit_annotations, warnings) = match notice {
         Some((audit, warning)) => (
             Some(audit.iter().map(|(k, v)| (*k, v.to_string())).collect()),
@@ -209,7 +146,6 @@ fn response<'o, 'a>(
     Answer {
         accepted,
         message,
-        mutated_object,
         audit_annotations,
         warnings,
     }
@@ -225,43 +161,3 @@ fn shorten(text: String) -> String {
     short
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kubewarden_policy_sdk::response::ValidationResponse;
-
-    fn read_back(answer: &Answer) -> ValidationResponse {
-        serde_json::from_slice(&answer.to_bytes()).expect("the SDK's ValidationResponse")
-    }
-
-    #[test]
-    fn every_answer_reads_back_as_the_sdks_response() {
-        let text = r#"{"metadata": {"name": "app", "annotations": {"a\"b": "x"}}, "spec": {"replicas": 1}}"#;
-        let object: Object = serde_json::from_str(text).expect("an object");
-        let object = object.read_from(text);
-        let audit = [("decision", "held"), ("pending", "+db \"x\"")];
-        let held = read_back(&response(
-            true,
-            None,
-            Some(object.edited()),
-            Some((&audit, "restage-gate: held\n".to_string())),
-        ));
-        assert!(held.accepted);
-        let stored: Value = serde_json::from_str(text).expect("JSON");
-        assert_eq!(held.mutated_object, Some(stored));
-        assert_eq!(
-            held.warnings,
-            Some(vec!["restage-gate: held\n".to_string()])
-        );
-        let audit = held.audit_annotations.expect("audit annotations");
-        assert_eq!(audit.len(), 2);
-        assert_eq!(audit["pending"], "+db \"x\"");
-        let refused = read_back(&response(false, Some("refused: \"db\"".into()), None, None));
-        assert!(!refused.accepted);
-        assert_eq!(refused.message.as_deref(), Some("refused: \"db\""));
-        assert_eq!(refused.mutated_object, None);
-        let plain = read_back(&response(true, None, None, None));
-        assert!(plain.accepted && plain.message.is_none() && plain.code.is_none());
-        assert!(plain.warnings.is_none() && plain.audit_annotations.is_none());
-    }
-}

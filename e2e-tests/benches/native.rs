@@ -5,8 +5,6 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use restage_gate::clock::UtcTime;
 use restage_gate::template::artefacts::ArtefactRules;
-use restage_gate::template::insertion::compare;
-use restage_gate::template::tree::Node;
 use restage_gate::workload::{self, StatefulSet};
 use restage_gate_e2e::workloads::cases;
 
@@ -24,13 +22,7 @@ fn native(c: &mut Criterion) {
         c.bench_function(
             &format!("read templates and classify: {}", case.name),
             |b| {
-                b.iter(|| {
-                    Some(compare(
-                        &Node::template(&old)?,
-                        &Node::template(&new)?,
-                        &rules,
-                    ))
-                })
+                b.iter(|| restage_gate::compare_templates(&old, &new, &rules))
             },
         );
         c.bench_function(&format!("floor: {}", case.name), |b| {

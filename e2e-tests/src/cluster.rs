@@ -47,7 +47,25 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::StatefulSet, Kind::DaemonSet, Kind::Deployment];
+    /// A controller for every kind the policy holds, in the order of its kinds table.
+    pub fn every() -> &'static [Kind] {
+        static EVERY: std::sync::OnceLock<Vec<Kind>> = std::sync::OnceLock::new();
+        EVERY.get_or_init(|| {
+            restage_gate::workload::kinds()
+                .map(|w| {
+                    Kind::of(w.kind()).unwrap_or_else(|| {
+                        panic!("no {} controller in the cluster simulation (src/cluster.rs)", w.kind())
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn of(name: &str) -> Option<Kind> {
+        [Kind::StatefulSet, Kind::DaemonSet, Kind::Deployment]
+            .into_iter()
+            .find(|k| k.name() == name)
+    }
 
     pub fn name(self) -> &'static str {
         match self {

@@ -193,7 +193,6 @@ impl Scenario {
     }
 }
 
-const EVERY_KIND: &[Kind] = &Kind::ALL;
 const KORIFI: &[Kind] = &[Kind::StatefulSet];
 const HELD_BY_STRATEGY: &[Kind] = &[Kind::StatefulSet, Kind::DaemonSet];
 const DEPLOYMENT: &[Kind] = &[Kind::Deployment];
@@ -201,7 +200,7 @@ const DEPLOYMENT: &[Kind] = &[Kind::Deployment];
 fn scenarios() -> Vec<Scenario> {
     vec![
         Scenario {
-            kinds: EVERY_KIND,
+            kinds: Kind::every(),
             name: "bind one service to a running app",
             run: |k, o| {
                 let mut c = app(k, o);
@@ -212,7 +211,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: EVERY_KIND,
+            kinds: Kind::every(),
             name: "bind three services in a row",
             run: |k, o| {
                 let mut c = bound_app(k, o, &[upsi(), orders_db(), cache_binding()]);
@@ -285,7 +284,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: EVERY_KIND,
+            kinds: Kind::every(),
             name: "bind, then {scale}",
             run: |k, o| {
                 let mut c = bound_app(k, o, &[orders_db()]);
@@ -302,7 +301,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: EVERY_KIND,
+            kinds: Kind::every(),
             name: "bind, then delete a pod",
             run: |k, o| {
                 let mut c = bound_app(k, o, &[orders_db()]);
@@ -344,7 +343,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: EVERY_KIND,
+            kinds: Kind::every(),
             name: "bind two, then {deploy}",
             run: |k, o| {
                 released_by(
@@ -369,7 +368,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: EVERY_KIND,
+            kinds: Kind::every(),
             name: "bind, then kubectl annotate restage-gate.io/release=now",
             run: |k, o| {
                 released_by(bound_app(k, o, &[orders_db()]), &|c| {
@@ -378,7 +377,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: EVERY_KIND,
+            kinds: Kind::every(),
             name: "bind while {deploy} is half done",
             run: |k, o| {
                 let mut c = app(k, o);
@@ -435,7 +434,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: EVERY_KIND,
+            kinds: Kind::every(),
             name: "bind inside a maintenance window (the bind is the restage)",
             run: |k, o| {
                 let always = json!({"maintenanceWindows": [{"days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "start": "00:00", "end": "00:00"}]});
@@ -523,7 +522,7 @@ fn render(rows: &[(Kind, String, Row)]) -> String {
 #[test]
 fn binding_changes_restart_nothing_until_the_restage_in_either_webhook_order() {
     let mut rows = Vec::new();
-    for kind in Kind::ALL {
+    for &kind in Kind::every() {
         for scenario in scenarios().iter().filter(|s| s.kinds.contains(&kind)) {
             let real = (scenario.run)(kind, Order::PolicyFirst);
             let swapped = (scenario.run)(kind, Order::ProjectorFirst);

@@ -6,20 +6,16 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use restage_gate::markers::{
-    HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_PAUSED_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION,
-    PENDING_ANNOTATION, RELEASE_ANNOTATION,
-};
+use restage_gate::markers::{self, HELD_LABEL};
+use restage_gate::workload::kinds;
 use serde_json::{json, Map, Value};
 
-const MARKERS: [&str; 6] = [
-    HELD_LABEL,
-    ORIGINAL_STRATEGY_ANNOTATION,
-    ORIGINAL_PAUSED_ANNOTATION,
-    HELD_SINCE_ANNOTATION,
-    PENDING_ANNOTATION,
-    RELEASE_ANNOTATION,
-];
+/// Every key the policy may write: its label and its annotations, those of every kind.
+fn marker_keys() -> Vec<&'static str> {
+    let mut keys = markers::annotations();
+    keys.push(HELD_LABEL);
+    keys
+}
 
 #[derive(Arbitrary, Debug)]
 enum Json {
@@ -53,7 +49,10 @@ impl Word {
             Word::Legacy => "binding-0123456789abcdef0123456789abcdef01234567".into(),
             Word::Root => "SERVICE_BINDING_ROOT".into(),
             Word::Projector(i) => format!("projector.servicebinding.io/secret-{}", uid(*i)),
-            Word::Marker(i) => MARKERS[usize::from(*i) % MARKERS.len()].into(),
+            Word::Marker(i) => {
+                let keys = marker_keys();
+                keys[usize::from(*i) % keys.len()].into()
+            }
             Word::OnDelete => "OnDelete".into(),
             Word::RollingUpdate => "RollingUpdate".into(),
             Word::True => "true".into(),
@@ -66,9 +65,6 @@ impl Word {
 fn uid(i: u8) -> String {
     format!("{i:02x}000000-1d4a-4e8b-9c6f-0a1b2c3d4e5f")
 }
-
-/// The kinds the policy holds.
-const KINDS: [&str; 3] = ["StatefulSet", "DaemonSet", "Deployment"];
 
 impl Json {
     fn value(&self) -> Value {
@@ -144,6 +140,12 @@ fn container(c: &Container) -> Value {
     json!({"name": c.name.text(), "image": "app:1", "env": env, "volumeMounts": mounts})
 }
 
+/// The kind's control, where it declares it.
+fn set_control(doc: &mut Value, kind: &str, value: Value) {
+    let workload = kinds().find(|w| w.kind() == kind).expect("a kind held");
+    set(doc, &format!("/{}", workload.control_path().join("/")), value);
+}
+
 fn set(doc: &mut Value, pointer: &str, value: Value) {
     let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
     if let Some(Value::Object(map)) = doc.pointer_mut(parent) {
@@ -152,6 +154,11 @@ fn set(doc: &mut Value, pointer: &str, value: Value) {
 }
 
 impl Sts {
+    /// Whether the kind's control is a boolean (a Deployment's `paused`), not a strategy.
+    fn control_is_boolean(&self, kind: &str) -> bool {
+        kinds().find(|w| w.kind() == kind).is_some_and(|w| w.default_control().is_boolean())
+    }
+
     fn value(&self, kind: &str) -> Value {
         let map = |pairs: &[(Word, Word)]| {
             Value::Object(
@@ -175,8 +182,8 @@ impl Sts {
                          "volumes": volumes}}},
         });
         match &self.strategy {
-            Some(p) if kind == "Deployment" => sts["spec"]["paused"] = p.value(),
-            Some(s) => sts["spec"]["updateStrategy"] = json!({"type": s.value()}),
+            Some(p) if self.control_is_boolean(kind) => set_control(&mut sts, kind, p.value()),
+            Some(s) => set_control(&mut sts, kind, json!({"type": s.value()})),
             None => {}
         }
         if let Some((a, b, c)) = &self.status {
@@ -206,7 +213,9 @@ struct Input {
 }
 
 fuzz_target!(|input: Input| {
-    let kind = KINDS[usize::from(input.kind) % KINDS.len()];
+    let held: Vec<_> = kinds().collect();
+    let workload = held[usize::from(input.kind) % held.len()];
+    let kind = workload.kind();
     let old = input.old.value(kind);
     let new = if input.derived {
         let mut n = old.clone();
@@ -225,7 +234,7 @@ fuzz_target!(|input: Input| {
     let operation = ["UPDATE", "CREATE", "DELETE", "CONNECT"][usize::from(input.operation) % 4];
     let payload = json!({"settings": {"mode": if input.reject { "reject" } else { "defer" }},
         "request": {"uid": "u", "operation": operation, "subResource": if input.subresource { "status" } else { "" },
-            "kind": {"group": "apps", "version": "v1", "kind": kind},
+            "kind": {"group": workload.declared().group, "version": workload.declared().version, "kind": kind},
             "name": "app", "namespace": "ns", "object": new, "oldObject": old}});
     let bytes = serde_json::to_vec(&payload).expect("serialisable");
     let out = restage_gate::validate(&bytes).expect("validate never returns Err");
@@ -239,9 +248,9 @@ fuzz_target!(|input: Input| {
         );
         let strip = |v: &Value| {
             let mut v = v.clone();
-            if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.remove("updateStrategy");
-                spec.remove("paused");
+            let control = workload.control_path().join("/");
+            if let Some(Value::Object(parent)) = v.pointer_mut(&format!("/{}", control.rsplit_once('/').map_or("", |(p, _)| p))) {
+                parent.remove(control.rsplit('/').next().unwrap_or_default());
             }
             // a null or emptied label/annotation map is the same as none
             for key in ["labels", "annotations"] {
@@ -249,7 +258,7 @@ fuzz_target!(|input: Input| {
                     continue;
                 };
                 if let Some(Value::Object(m)) = meta.get_mut(key) {
-                    m.retain(|k, _| !MARKERS.contains(&k.as_str()));
+                    m.retain(|k, _| !marker_keys().contains(&k.as_str()));
                 }
                 if meta
                     .get(key)

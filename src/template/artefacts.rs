@@ -8,7 +8,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::json::{at, items, name_of, Tree};
+use crate::raw::Tree;
+use crate::view::{at, items, name_of};
 
 /// Volumes projected by servicebinding/runtime: `servicebinding-<ServiceBinding uid>`.
 pub const SERVICEBINDING_VOLUME_PREFIX: &str = "servicebinding-";

@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::json::{items, same_text, Tree};
+use crate::raw::Tree;
+use crate::view::items;
 use crate::template::artefacts::{ArtefactRules, Artefacts};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,12 +192,12 @@ fn fields_equal<T: Tree>(a: &T, b: &T, special: &[&str]) -> bool {
 /// Every field but the `special` ones (compared by the caller) is equal as JSON. Both maps
 /// iterate in key order, so they are walked in lockstep, as `Map == Map` does.
 pub fn fields_equal_in<T: Tree>(a: &T, b: &T, special: &[&str]) -> bool {
-    let plain = |(k, _): &(&str, &T)| !special.iter().any(|s| same_text(s, k));
+    let plain = |(k, _): &(&str, &T)| !special.contains(k);
     let (mut xs, mut ys) = (a.members().filter(plain), b.members().filter(plain));
     loop {
         match (xs.next(), ys.next()) {
             (None, None) => return true,
-            (Some((k, x)), Some((l, y))) if same_text(k, l) && x == y => continue,
+            (Some((k, x)), Some((l, y))) if k == l && x == y => continue,
             _ => return false,
         }
     }
@@ -276,7 +277,7 @@ pub fn is_map_or_nothing<T: Tree>(v: Option<&T>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::template::tree::Node;
+    use crate::raw::Node;
     use crate::tests::{fixture, template_of};
     use serde_json::{json, Value};
 

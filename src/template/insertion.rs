@@ -22,7 +22,8 @@
 
 use std::ops::Range;
 
-use crate::json::{items, name_of, same_text, Tree};
+use crate::raw::Tree;
+use crate::view::{items, name_of};
 use crate::template::artefacts::{
     bindings_by_name, is_projector_root, ArtefactRules, Artefacts, SERVICE_BINDING_ROOT,
 };
@@ -30,10 +31,9 @@ use crate::template::classify::{
     classify, delta_between, fields_equal_in, is_list_or_nothing, is_map_or_nothing, BindingDelta,
     Change, ChangeKind, CONTAINER_APART, METADATA_APART, POD_SPEC_APART, TEMPLATE_APART,
 };
-use crate::template::tree::Node;
 
 /// How two pod templates read from a request differ: `classify`'s answer.
-pub fn compare<'a>(old: &Node<'a>, new: &Node<'a>, rules: &ArtefactRules) -> Change {
+pub fn compare<T: Tree>(old: &T, new: &T, rules: &ArtefactRules) -> Change {
     // A change that inserts something removes nothing: the other way round is looked at only
     // where nothing was inserted.
     let told = match inserted(old, new) {
@@ -44,17 +44,27 @@ pub fn compare<'a>(old: &Node<'a>, new: &Node<'a>, rules: &ArtefactRules) -> Cha
 }
 
 /// What the new template inserted into the old one.
-#[derive(Default)]
-struct Inserted<'t, 'a> {
+struct Inserted<'t, T> {
     /// Where in the larger template's `spec.volumes` (the new one's for a bind, the old one's
     /// for an unbind).
     volumes: Range<usize>,
-    env: Vec<&'t Node<'a>>,
-    mounts: Vec<&'t Node<'a>>,
-    annotations: Vec<(&'t str, &'t Node<'a>)>,
+    env: Vec<&'t T>,
+    mounts: Vec<&'t T>,
+    annotations: Vec<(&'t str, &'t T)>,
 }
 
-impl Inserted<'_, '_> {
+impl<T> Default for Inserted<'_, T> {
+    fn default() -> Self {
+        Inserted {
+            volumes: 0..0,
+            env: Vec::new(),
+            mounts: Vec::new(),
+            annotations: Vec::new(),
+        }
+    }
+}
+
+impl<T> Inserted<'_, T> {
     fn is_empty(&self) -> bool {
         self.volumes.is_empty()
             && self.env.is_empty()
@@ -65,9 +75,9 @@ impl Inserted<'_, '_> {
 
 /// `classify`'s answer when the new template is the old one with `inserted`, and that is
 /// only binding artefacts; `None` otherwise.
-fn bind<'t, 'a>(
-    inserted: &Inserted<'t, 'a>,
-    new: &'t Node<'a>,
+fn bind<'t, T: Tree>(
+    inserted: &Inserted<'t, T>,
+    new: &'t T,
     rules: &'t ArtefactRules,
 ) -> Option<Change> {
     let (artefacts, _) = artefacts_only(inserted, new, rules)?;
@@ -88,10 +98,10 @@ fn bind<'t, 'a>(
 /// - the old template has the projector's root if a removed env var is the root, or if the new
 ///   one has it (its env vars are the old one's, less the removed ones);
 /// - the dropped secrets are those the removed elements name and the new template does not.
-fn unbind<'t, 'a>(
-    removed: &Inserted<'t, 'a>,
-    old: &'t Node<'a>,
-    new: &'t Node<'a>,
+fn unbind<'t, T: Tree>(
+    removed: &Inserted<'t, T>,
+    old: &'t T,
+    new: &'t T,
     rules: &'t ArtefactRules,
 ) -> Option<Change> {
     let (artefacts, volumes) = artefacts_only(removed, old, rules)?;
@@ -127,11 +137,11 @@ fn unbind<'t, 'a>(
 
 /// The recognisers of the larger template and the volumes among `extra` (what it has on top
 /// of the smaller one), when `extra` has elements and every one is an artefact.
-fn artefacts_only<'t, 'a>(
-    extra: &Inserted<'t, 'a>,
-    larger: &'t Node<'a>,
+fn artefacts_only<'t, T: Tree>(
+    extra: &Inserted<'t, T>,
+    larger: &'t T,
     rules: &'t ArtefactRules,
-) -> Option<(Artefacts<'t>, &'t [Node<'a>])> {
+) -> Option<(Artefacts<'t>, &'t [T])> {
     if extra.is_empty() {
         return None;
     }
@@ -148,18 +158,18 @@ fn artefacts_only<'t, 'a>(
 }
 
 /// Bindings, each as (binding name, volume).
-type Named<'t, 'a> = Vec<(&'t str, &'t Node<'a>)>;
+type Named<'t, T> = Vec<(&'t str, &'t T)>;
 
 /// The larger template's bindings: all of them, and those of the volumes both templates have.
 /// `None` when a binding both have may be named otherwise in the smaller one: a mount of it,
 /// or a root, is among the extra elements.
-fn bindings<'t, 'a>(
+fn bindings<'t, T: Tree>(
     artefacts: &Artefacts<'t>,
-    larger: &'t Node<'a>,
-    extra: &Inserted<'t, 'a>,
-) -> Option<(Named<'t, 'a>, Named<'t, 'a>)> {
+    larger: &'t T,
+    extra: &Inserted<'t, T>,
+) -> Option<(Named<'t, T>, Named<'t, T>)> {
     let named = artefacts.named_volumes(larger);
-    let kept: Named = named
+    let kept: Named<T> = named
         .iter()
         .filter(|(i, _, _)| !extra.volumes.contains(i))
         .map(|(_, n, v)| (*n, *v))
@@ -182,7 +192,7 @@ fn bindings<'t, 'a>(
 
 /// The elements `new` inserted, where the templates are equal apart from elements inserted
 /// into the lists and maps binding recognition reads; `None` otherwise.
-fn inserted<'t, 'a>(old: &'t Node<'a>, new: &'t Node<'a>) -> Option<Inserted<'t, 'a>> {
+fn inserted<'t, T: Tree>(old: &'t T, new: &'t T) -> Option<Inserted<'t, T>> {
     let mut inserted = Inserted::default();
     apart(old, new, TEMPLATE_APART)?;
     let (old_meta, new_meta) = (old.get("metadata")?, new.get("metadata")?);
@@ -209,51 +219,51 @@ fn inserted<'t, 'a>(old: &'t Node<'a>, new: &'t Node<'a>) -> Option<Inserted<'t,
 }
 
 /// Both are objects, equal as JSON apart from the `special` members.
-fn apart<'a>(a: &Node<'a>, b: &Node<'a>, special: &[&str]) -> Option<()> {
+fn apart<T: Tree>(a: &T, b: &T, special: &[&str]) -> Option<()> {
     (a.is_object() && b.is_object() && fields_equal_in(a, b, special)).then_some(())
 }
 
 /// A list's elements; absent or null is an empty list, as for `classify`.
-fn list<'t, 'a>(v: Option<&'t Node<'a>>) -> Option<&'t [Node<'a>]> {
+fn list<'t, T: Tree>(v: Option<&'t T>) -> Option<&'t [T]> {
     is_list_or_nothing(v).then(|| items(v).as_slice())
 }
 
 /// Where `new` is `old` with elements inserted in one place (the elements both have compared
 /// as text), that place and the inserted elements.
-fn added<'t, 'a>(
-    old: Option<&'t Node<'a>>,
-    new: Option<&'t Node<'a>>,
-) -> Option<(usize, &'t [Node<'a>])> {
+fn added<'t, T: Tree>(
+    old: Option<&'t T>,
+    new: Option<&'t T>,
+) -> Option<(usize, &'t [T])> {
     let (old, new) = (list(old)?, list(new)?);
     let prefix = old
         .iter()
         .zip(new)
-        .take_while(|(a, b)| a.same_text(b))
+        .take_while(|(a, b)| a.identical(b))
         .count();
     let rest = &old[prefix..];
     let suffix = rest
         .iter()
         .rev()
         .zip(new[prefix..].iter().rev())
-        .take_while(|(a, b)| a.same_text(b))
+        .take_while(|(a, b)| a.identical(b))
         .count();
     (suffix == rest.len()).then(|| (prefix, &new[prefix..new.len() - suffix]))
 }
 
 /// The members `new` adds to `old` (maps; absent or null is empty) when it changes none of
 /// `old`'s.
-fn added_members<'t, 'a>(
-    old: Option<&Node<'a>>,
-    new: Option<&'t Node<'a>>,
-) -> Option<Vec<(&'t str, &'t Node<'a>)>> {
+fn added_members<'t, T: Tree>(
+    old: Option<&T>,
+    new: Option<&'t T>,
+) -> Option<Vec<(&'t str, &'t T)>> {
     if !is_map_or_nothing(old) || !is_map_or_nothing(new) {
         return None;
     }
-    let mut old = old.into_iter().flat_map(Node::members).peekable();
+    let mut old = old.into_iter().flat_map(T::members).peekable();
     let mut keys = Vec::new();
-    for (key, value) in new.into_iter().flat_map(Node::members) {
+    for (key, value) in new.into_iter().flat_map(T::members) {
         match old.peek() {
-            Some((k, v)) if same_text(k, key) => {
+            Some((k, v)) if *k == key => {
                 if *v != value {
                     return None;
                 }
@@ -268,6 +278,7 @@ fn added_members<'t, 'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raw::Node;
     use crate::tests::{fixture, template_of};
     use restage_gate_testkit::projector::{project, Binding};
     use serde_json::{json, Value};

@@ -3,4 +3,3 @@
 pub mod artefacts;
 pub mod classify;
 pub mod insertion;
-pub mod tree;

@@ -275,7 +275,7 @@ fn a_deployment_remembered_paused_is_restored_only_when_valid() {
     );
 }
 
-/// The stored object's `status` as the request's reader keeps it (`Workload::status_read`)
+/// The stored object's `status` as the request's reader keeps it (each kind's `status` fields)
 /// tells every kind what the whole of it tells: a rollout under way or not, whichever member
 /// says so, whatever else the status holds.
 #[test]
@@ -304,15 +304,16 @@ fn every_kind_reads_a_rollout_from_the_status_members_the_reader_keeps() {
             *s.pointer_mut(path).expect("a member") = value.clone()
         })
     }));
-    for kind in ["StatefulSet", "DaemonSet", "Deployment"] {
-        let workload = crate::workload::of("apps", kind).expect("a kind");
+    for workload in crate::workload::kinds() {
+        let kind = workload.kind();
         let mut answers = Vec::new();
         for status in statuses.clone() {
             let old = json!({"metadata": {"generation": 3},
                 "spec": {"replicas": 3, "updateStrategy": {"type": "RollingUpdate"}, "paused": false},
                 "status": status});
             let text = old.to_string();
-            let read: crate::object::Object = serde_json::from_str(&text).expect("JSON");
+            let plan = crate::policy::read_plan();
+            let read = crate::raw::read_object(&text, &plan, true).expect("JSON");
             let whole = workload.rollout_in_progress(&old);
             assert_eq!(
                 workload.rollout_in_progress(&read.read),
@@ -321,7 +322,7 @@ fn every_kind_reads_a_rollout_from_the_status_members_the_reader_keeps() {
             );
             // What the kind declares is enough on its own, not only with the other kinds'.
             let own = with(old.clone(), |o| {
-                o["status"] = declared(&status, workload.status_read())
+                o["status"] = declared(&status, workload.declared().status)
             });
             assert_eq!(
                 workload.rollout_in_progress(&own),
@@ -339,7 +340,7 @@ fn every_kind_reads_a_rollout_from_the_status_members_the_reader_keeps() {
 
 /// `status` with only the members `read` names (of the objects listed in one, the members
 /// named).
-fn declared(status: &Value, read: crate::workload::StatusRead) -> Value {
+fn declared(status: &Value, read: &[crate::workload::Field]) -> Value {
     let keep = |item: &Value, members: &[&str]| -> Value {
         item.as_object()
             .map(|o| {
@@ -349,7 +350,14 @@ fn declared(status: &Value, read: crate::workload::StatusRead) -> Value {
             .unwrap_or_else(|| item.clone())
     };
     let mut out = serde_json::Map::new();
-    for (key, members) in read {
+    for field in read {
+        let [key] = field.path else {
+            continue;
+        };
+        let members = match field.json {
+            crate::workload::Json::ListOf(members) => members,
+            _ => &[],
+        };
         let Some(value) = status.get(*key) else {
             continue;
         };

@@ -83,8 +83,8 @@ pub struct Request {
 }
 
 pub fn update(old: Value, new: Value) -> Request {
-    let kind = ["StatefulSet", "DaemonSet", "Deployment"]
-        .into_iter()
+    let kind = crate::workload::kinds()
+        .map(|w| w.kind())
         .find(|k| [&new, &old].iter().any(|o| o["kind"] == *k))
         .unwrap_or("StatefulSet");
     Request {

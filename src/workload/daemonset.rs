@@ -3,19 +3,30 @@
 
 use serde_json::{json, Map, Value};
 
-use super::update_strategy::{int32_at_least, is_zero, percent_at_least, StrategyKind};
-use super::{generation_stale, status_int, StatusRead};
+use super::update_strategy::{
+    int32_at_least, is_zero, percent_at_least, StrategyKind, CONTROL, ORIGINAL_STRATEGY_ANNOTATION,
+};
+use super::{generation_stale, status_int, Field, Json, Kind, READS_GENERATION, TEMPLATE};
 
 pub struct DaemonSet;
 
 impl StrategyKind for DaemonSet {
-    const KIND: &'static str = "DaemonSet";
+    const DECLARED: Kind = Kind {
+        group: "apps",
+        version: "v1",
+        kind: "DaemonSet",
+        resource: "daemonsets",
+        template: TEMPLATE,
+        control: CONTROL,
+        remembered: ORIGINAL_STRATEGY_ANNOTATION,
+        reads: &[READS_GENERATION],
+        status: &[
+            Field::new(&["observedGeneration"], Json::Integer),
+            Field::new(&["desiredNumberScheduled"], Json::Integer),
+            Field::new(&["updatedNumberScheduled"], Json::Integer),
+        ],
+    };
     const ROLLING_FIELDS: &'static [&'static str] = &["maxUnavailable", "maxSurge"];
-    const STATUS_READ: StatusRead = &[
-        ("observedGeneration", &[]),
-        ("desiredNumberScheduled", &[]),
-        ("updatedNumberScheduled", &[]),
-    ];
 
     fn default_strategy(&self) -> Value {
         json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})

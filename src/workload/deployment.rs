@@ -6,22 +6,35 @@
 
 use serde_json::{json, Value};
 
-use super::{generation_stale, replicas, status_int, StatusRead, Workload};
-use crate::json::items;
-use crate::markers::ORIGINAL_PAUSED_ANNOTATION;
+use super::{generation_stale, replicas, status_int, Field, Json, Kind, Workload};
+use super::{READS_GENERATION, READS_REPLICAS, TEMPLATE};
 use crate::template::classify::Change;
+use crate::view::items;
+
+/// The replaced `spec.paused`, as JSON.
+pub const ORIGINAL_PAUSED_ANNOTATION: &str = "restage-gate.io/original-paused";
 
 pub struct Deployment;
 
-const PATH: [&str; 2] = ["spec", "paused"];
+const DECLARED: Kind = Kind {
+    group: "apps",
+    version: "v1",
+    kind: "Deployment",
+    resource: "deployments",
+    template: TEMPLATE,
+    control: Field::new(&["spec", "paused"], Json::Boolean),
+    remembered: ORIGINAL_PAUSED_ANNOTATION,
+    reads: &[READS_GENERATION, READS_REPLICAS],
+    status: &[
+        Field::new(&["observedGeneration"], Json::Integer),
+        Field::new(&["updatedReplicas"], Json::Integer),
+        Field::new(&["conditions"], Json::ListOf(&["type", "reason"])),
+    ],
+};
 
 impl Workload for Deployment {
-    fn kind(&self) -> &'static str {
-        "Deployment"
-    }
-
-    fn control_path(&self) -> &'static [&'static str] {
-        &PATH
+    fn declared(&self) -> &'static Kind {
+        &DECLARED
     }
 
     fn held_control(&self) -> Value {
@@ -40,10 +53,6 @@ impl Workload for Deployment {
         control.is_boolean()
     }
 
-    fn remembered_annotation(&self) -> &'static str {
-        ORIGINAL_PAUSED_ANNOTATION
-    }
-
     /// The controller has not caught up, not every replica runs the new template, or the
     /// Progressing condition says a new ReplicaSet is still being rolled out.
     fn rollout_in_progress(&self, old: &Value) -> bool {
@@ -56,14 +65,6 @@ impl Workload for Deployment {
                 && c.get("reason").and_then(Value::as_str) == Some("ReplicaSetUpdated")
         });
         generation_stale(old, status) || behind || progressing
-    }
-
-    fn status_read(&self) -> StatusRead {
-        &[
-            ("observedGeneration", &[]),
-            ("updatedReplicas", &[]),
-            ("conditions", &["type", "reason"]),
-        ]
     }
 
     fn must_roll_now(&self, change: &Change) -> Option<String> {

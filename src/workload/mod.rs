@@ -2,7 +2,9 @@
 //! small interface. The decision table (`policy.rs`) asks the kind how to hold, release and
 //! read a rollout; everything that differs between kinds lives here.
 //!
-//! A new kind is one file implementing [`Workload`] and one row in [`KINDS`].
+//! A kind is declared once: its file's [`Kind`] says what the policy reads and writes of it,
+//! and its row in [`KINDS`] makes the policy hold it. The request's reader, the markers a
+//! release removes, the manifests' rules and the tests all follow the table.
 
 mod daemonset;
 mod deployment;
@@ -11,26 +13,73 @@ mod update_strategy;
 
 use serde_json::Value;
 
-use crate::json::{at, set_at, Unwritable};
 use crate::markers::{self, Hold};
 use crate::template::classify::Change;
+use crate::view::{at, set_at, Unwritable};
 
 pub use daemonset::DaemonSet;
-pub use deployment::Deployment;
+pub use deployment::{Deployment, ORIGINAL_PAUSED_ANNOTATION};
 pub use statefulset::StatefulSet;
+pub use update_strategy::ORIGINAL_STRATEGY_ANNOTATION;
 
-/// Members of a `status`, each with the members read of the objects listed in it (none: the
-/// whole member).
-pub type StatusRead = &'static [(&'static str, &'static [&'static str])];
+/// Every kind the policy holds. ReplicaSets, ReplicationControllers and CronJobs restart
+/// nothing on a template change, and a Job's template is immutable: they are not here, and
+/// the policy accepts them unchanged.
+pub const KINDS: [&dyn Workload; 3] = [&StatefulSet, &DaemonSet, &Deployment];
+
+/// What the policy knows of a kind, besides how it behaves ([`Workload`]).
+#[derive(Debug)]
+pub struct Kind {
+    /// API group and version, as a webhook rule names them.
+    pub group: &'static str,
+    pub version: &'static str,
+    /// `kind` as the API names it: `StatefulSet`.
+    pub kind: &'static str,
+    /// The resource a webhook rule names: `statefulsets`.
+    pub resource: &'static str,
+    /// Where the pod template sits, as object keys.
+    pub template: &'static [&'static str],
+    /// The field a hold replaces: `spec.updateStrategy`, `spec.paused`.
+    pub control: Field,
+    /// The annotation that remembers the replaced control; it starts with
+    /// [`markers::MARKER_PREFIX`].
+    pub remembered: &'static str,
+    /// The other fields of the object it reads (from the object's top).
+    pub reads: &'static [Field],
+    /// The members of the stored object's `status` it reads to tell a rollout under way.
+    pub status: &'static [Field],
+}
+
+/// A field a kind reads, as object keys, and the JSON it holds.
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    pub path: &'static [&'static str],
+    pub json: Json,
+}
+
+/// The JSON a field holds, as the reader and the readings below take it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Json {
+    /// An integer; also a string of digits, as a custom resource may declare it.
+    Integer,
+    String,
+    Boolean,
+    Object,
+    /// A list of objects, of which only these members are read.
+    ListOf(&'static [&'static str]),
+}
+
+impl Field {
+    pub const fn new(path: &'static [&'static str], json: Json) -> Self {
+        Field { path, json }
+    }
+}
 
 /// A kind whose controller rolls every pod when the pod template changes. Every value is read
-/// from and written to the request's raw JSON.
+/// from and written to the request's own JSON.
 pub trait Workload: Sync {
-    /// `kind` as the API names it: `StatefulSet`.
-    fn kind(&self) -> &'static str;
-
-    /// The field the hold replaces, as object keys: `spec.updateStrategy`, `spec.paused`.
-    fn control_path(&self) -> &'static [&'static str];
+    /// What the policy reads and writes of the kind.
+    fn declared(&self) -> &'static Kind;
 
     /// The value of the control that holds the rollout.
     fn held_control(&self) -> Value;
@@ -46,15 +95,8 @@ pub trait Workload: Sync {
     /// such a value, or it would make the write that carries it fail.
     fn accepts(&self, control: &Value) -> bool;
 
-    /// The annotation that remembers the replaced control.
-    fn remembered_annotation(&self) -> &'static str;
-
     /// Whether a rollout is under way (read from `oldObject`): a binding change then joins it.
     fn rollout_in_progress(&self, old: &Value) -> bool;
-
-    /// The members of `oldObject.status` that `rollout_in_progress` reads; the request's reader
-    /// skips the others (`object.rs`).
-    fn status_read(&self) -> StatusRead;
 
     /// Why this binding change must roll now instead of waiting, if it must.
     fn must_roll_now(&self, _change: &Change) -> Option<String> {
@@ -69,7 +111,6 @@ pub trait Workload: Sync {
 
     /// The command that applies held binding changes now.
     fn apply_held_now(&self, namespace: &str, name: &str) -> String {
-        // Concatenated, not formatted: `format!` costs several times as much in the module.
         let kind = self.kind().to_lowercase();
         [
             "kubectl rollout restart ",
@@ -80,6 +121,21 @@ pub trait Workload: Sync {
             namespace,
         ]
         .concat()
+    }
+
+    /// `kind` as the API names it.
+    fn kind(&self) -> &'static str {
+        self.declared().kind
+    }
+
+    /// The field the hold replaces, as object keys.
+    fn control_path(&self) -> &'static [&'static str] {
+        self.declared().control.path
+    }
+
+    /// The annotation that remembers the replaced control.
+    fn remembered_annotation(&self) -> &'static str {
+        self.declared().remembered
     }
 
     /// The control as the object has it.
@@ -100,71 +156,49 @@ impl PartialEq for dyn Workload {
     }
 }
 
-/// Every kind the policy holds, by API group and kind. ReplicaSets, ReplicationControllers and
-/// CronJobs restart nothing on a template change, and a Job's template is immutable: they are
-/// not here, and the policy accepts them unchanged.
-const KINDS: [(&str, &dyn Workload); 3] = [
-    ("apps", &StatefulSet),
-    ("apps", &DaemonSet),
-    ("apps", &Deployment),
-];
+/// Every kind the policy holds.
+pub fn kinds() -> impl Iterator<Item = &'static dyn Workload> {
+    KINDS.into_iter()
+}
 
 /// The kind of an admission request, when the policy holds it.
 pub fn of(group: &str, kind: &str) -> Option<&'static dyn Workload> {
-    KINDS
-        .iter()
-        .find(|(g, w)| *g == group && w.kind() == kind)
-        .map(|(_, w)| *w)
+    kinds().find(|w| w.declared().group == group && w.kind() == kind)
 }
 
-/// How much of member `key` of `oldObject.status` some kind reads: `None` when none does.
-pub fn status_member(key: &str) -> Option<StatusMember<'_>> {
-    status_reads(key).next().map(|_| StatusMember(key))
-}
-
-/// A member of `oldObject.status` some kind reads.
-#[derive(Debug, Clone, Copy)]
-pub struct StatusMember<'k>(&'k str);
-
-impl StatusMember<'_> {
-    /// Whether some kind reads all of it.
-    pub fn whole(self) -> bool {
-        status_reads(self.0).any(<[_]>::is_empty)
-    }
-
-    /// Whether some kind reads `member` of the objects listed in it.
-    pub fn reads(self, member: &str) -> bool {
-        status_reads(self.0).any(|members| members.contains(&member))
-    }
-}
-
-fn status_reads(key: &str) -> impl Iterator<Item = &'static [&'static str]> + '_ {
-    KINDS
-        .iter()
-        .flat_map(|(_, w)| w.status_read())
-        .filter(move |(k, _)| *k == key)
-        .map(|(_, members)| *members)
+/// An integer the API declares (`int32`, `int64`); a string of digits too, as a custom
+/// resource's schema may declare one.
+fn integer(value: Option<&Value>) -> Option<i64> {
+    let value = value?;
+    value
+        .as_i64()
+        .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
 }
 
 /// An integer of the object's `status`.
 fn status_int(status: &Value, key: &str) -> Option<i64> {
-    status.get(key).and_then(Value::as_i64)
+    integer(status.get(key))
 }
 
 /// The controller has not yet observed the newest generation of the spec.
 fn generation_stale(old: &Value, status: &Value) -> bool {
     matches!(
-        (status_int(status, "observedGeneration"), at(old, &["metadata", "generation"]).and_then(Value::as_i64)),
+        (status_int(status, "observedGeneration"), integer(at(old, &GENERATION))),
         (Some(observed), Some(generation)) if observed < generation
     )
 }
 
 /// `spec.replicas`, 1 when absent as the API server defaults it.
 fn replicas(old: &Value) -> i64 {
-    at(old, &["spec", "replicas"])
-        .and_then(Value::as_i64)
-        .unwrap_or(1)
+    integer(at(old, &REPLICAS)).unwrap_or(1)
 }
+
+const GENERATION: [&str; 2] = ["metadata", "generation"];
+const REPLICAS: [&str; 2] = ["spec", "replicas"];
+/// `metadata.generation`, which every kind reads to tell whether its controller caught up.
+const READS_GENERATION: Field = Field::new(&GENERATION, Json::Integer);
+const READS_REPLICAS: Field = Field::new(&REPLICAS, Json::Integer);
+const TEMPLATE: &[&str] = &["spec", "template"];
 
 /// Leaves `object` held: the kind's held control and every marker. Returns whether anything
 /// changed.
@@ -195,7 +229,8 @@ pub fn release(
         Some(value) => set_at(object, workload.control_path(), value)?,
         None => false,
     };
-    Ok(markers::remove(object)? | control)
+    let remembered = kinds().map(|k| k.remembered_annotation());
+    Ok(markers::remove(object, remembered)? | control)
 }
 
 #[cfg(test)]
@@ -204,8 +239,8 @@ mod tests {
 
     #[test]
     fn every_kind_is_found_by_group_and_kind_only() {
-        for kind in ["StatefulSet", "DaemonSet", "Deployment"] {
-            assert_eq!(of("apps", kind).map(|w| w.kind()), Some(kind));
+        for Kind { group, kind, .. } in kinds().map(|w| w.declared()) {
+            assert_eq!(of(group, kind).map(|w| w.kind()), Some(*kind));
             assert!(of("extensions", kind).is_none(), "{kind} in another group");
         }
         for kind in [
@@ -221,5 +256,27 @@ mod tests {
                 "{kind}"
             );
         }
+    }
+
+    #[test]
+    fn every_kind_declares_what_the_reader_and_a_release_need() {
+        for w in kinds() {
+            let k = w.declared();
+            assert!(k.remembered.starts_with(markers::MARKER_PREFIX), "{}", k.kind);
+            assert!(!k.template.is_empty() && k.control.path.len() > 1, "{}", k.kind);
+            assert!(w.accepts(&w.default_control()), "{}", k.kind);
+            assert!(w.stops_rollouts(Some(&w.held_control())), "{}", k.kind);
+            assert_eq!(k.resource, k.kind.to_lowercase() + "s", "{}", k.kind);
+        }
+    }
+
+    #[test]
+    fn integers_read_as_numbers_or_strings_of_digits() {
+        use serde_json::json;
+        assert_eq!(integer(Some(&json!(3))), Some(3));
+        assert_eq!(integer(Some(&json!("3"))), Some(3));
+        assert_eq!(integer(Some(&json!("three"))), None);
+        assert_eq!(integer(Some(&json!(1.5))), None);
+        assert_eq!(integer(None), None);
     }
 }

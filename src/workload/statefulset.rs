@@ -2,20 +2,32 @@
 
 use serde_json::{json, Map, Value};
 
-use super::update_strategy::{int32_at_least, percent_at_least, StrategyKind};
-use super::{generation_stale, replicas, status_int, StatusRead};
+use super::update_strategy::{
+    int32_at_least, percent_at_least, StrategyKind, CONTROL, ORIGINAL_STRATEGY_ANNOTATION,
+};
+use super::{generation_stale, replicas, status_int, Field, Json, Kind};
+use super::{READS_GENERATION, READS_REPLICAS, TEMPLATE};
 
 pub struct StatefulSet;
 
 impl StrategyKind for StatefulSet {
-    const KIND: &'static str = "StatefulSet";
+    const DECLARED: Kind = Kind {
+        group: "apps",
+        version: "v1",
+        kind: "StatefulSet",
+        resource: "statefulsets",
+        template: TEMPLATE,
+        control: CONTROL,
+        remembered: ORIGINAL_STRATEGY_ANNOTATION,
+        reads: &[READS_GENERATION, READS_REPLICAS],
+        status: &[
+            Field::new(&["observedGeneration"], Json::Integer),
+            Field::new(&["currentRevision"], Json::String),
+            Field::new(&["updateRevision"], Json::String),
+            Field::new(&["updatedReplicas"], Json::Integer),
+        ],
+    };
     const ROLLING_FIELDS: &'static [&'static str] = &["partition", "maxUnavailable"];
-    const STATUS_READ: StatusRead = &[
-        ("observedGeneration", &[]),
-        ("currentRevision", &[]),
-        ("updateRevision", &[]),
-        ("updatedReplicas", &[]),
-    ];
 
     fn default_strategy(&self) -> Value {
         json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})

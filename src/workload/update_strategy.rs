@@ -4,17 +4,19 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{StatusRead, Workload};
-use crate::markers::ORIGINAL_STRATEGY_ANNOTATION;
+use super::{Field, Json, Kind, Workload};
 
-pub const PATH: [&str; 2] = ["spec", "updateStrategy"];
+/// The replaced `spec.updateStrategy`, as JSON.
+pub const ORIGINAL_STRATEGY_ANNOTATION: &str = "restage-gate.io/original-update-strategy";
+/// `spec.updateStrategy`, the control.
+pub const CONTROL: Field = Field::new(&["spec", "updateStrategy"], Json::Object);
 const ON_DELETE: &str = "OnDelete";
 const ROLLING_UPDATE: &str = "RollingUpdate";
 
 /// What differs between the kinds held with `OnDelete`; the rest of [`Workload`] is shared.
 pub trait StrategyKind: Sync {
-    /// `kind` as the API names it.
-    const KIND: &'static str;
+    /// What the policy reads and writes of the kind.
+    const DECLARED: Kind;
     /// The fields a `rollingUpdate` may have.
     const ROLLING_FIELDS: &'static [&'static str];
 
@@ -26,18 +28,11 @@ pub trait StrategyKind: Sync {
 
     /// Whether a RollingUpdate is under way, read from `oldObject` and its `status` object.
     fn rolling_out(&self, old: &Value, status: &Value) -> bool;
-
-    /// The members of `status` that `rolling_out` reads.
-    const STATUS_READ: StatusRead;
 }
 
 impl<T: StrategyKind> Workload for T {
-    fn kind(&self) -> &'static str {
-        T::KIND
-    }
-
-    fn control_path(&self) -> &'static [&'static str] {
-        &PATH
+    fn declared(&self) -> &'static Kind {
+        &T::DECLARED
     }
 
     fn held_control(&self) -> Value {
@@ -58,10 +53,6 @@ impl<T: StrategyKind> Workload for T {
         })
     }
 
-    fn remembered_annotation(&self) -> &'static str {
-        ORIGINAL_STRATEGY_ANNOTATION
-    }
-
     /// Only a RollingUpdate rolls; OnDelete never does.
     fn rollout_in_progress(&self, old: &Value) -> bool {
         is_rolling(self.control(old))
@@ -70,10 +61,6 @@ impl<T: StrategyKind> Workload for T {
                 .filter(|s| s.is_object())
                 .is_some_and(|status| self.rolling_out(old, status))
     }
-
-    fn status_read(&self) -> StatusRead {
-        T::STATUS_READ
-    }
 }
 
 /// The whole strategy: the API server refuses `rollingUpdate` next to `OnDelete`.
@@ -81,12 +68,12 @@ pub fn on_delete() -> Value {
     json!({"type": ON_DELETE})
 }
 
-pub fn is_on_delete(strategy: Option<&Value>) -> bool {
+fn is_on_delete(strategy: Option<&Value>) -> bool {
     strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some(ON_DELETE)
 }
 
 /// `RollingUpdate`, named or implied by an absent type.
-pub fn is_rolling(strategy: Option<&Value>) -> bool {
+fn is_rolling(strategy: Option<&Value>) -> bool {
     strategy
         .and_then(|s| s.get("type"))
         .and_then(Value::as_str)
@@ -95,7 +82,7 @@ pub fn is_rolling(strategy: Option<&Value>) -> bool {
 
 /// A strategy the API server accepts: `{"type": "OnDelete"}`, or `RollingUpdate` with an
 /// optional `rollingUpdate` whose fields each pass `field_ok`; no other keys anywhere.
-pub fn accepts(
+fn accepts(
     strategy: &Value,
     rolling_fields: &[&str],
     fields_ok: impl Fn(&Map<String, Value>) -> bool,

@@ -26,9 +26,11 @@ pub fn request_for(group: &str, kind: &str, operation: &str, old: &Value, new: &
             .unwrap_or_default()
             .to_string()
     };
-    let gvk = json!({"group": group, "version": "v1", "kind": kind});
-    let resource =
-        json!({"group": group, "version": "v1", "resource": format!("{}s", kind.to_lowercase())});
+    let declared = restage_gate::workload::of(group, kind).map(|w| w.declared());
+    let version = declared.map_or("v1", |k| k.version);
+    let resource = declared.map_or_else(|| format!("{}s", kind.to_lowercase()), |k| k.resource.into());
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let resource = json!({"group": group, "version": version, "resource": resource});
     json!({
         "uid": format!("restage-gate-e2e-{}", operation.to_ascii_lowercase()),
         "kind": gvk,
@@ -183,17 +185,15 @@ mod tests {
 
     #[test]
     fn a_request_names_the_kind_and_resource_of_its_object() {
-        for kind in ["StatefulSet", "DaemonSet", "Deployment"] {
+        for declared in restage_gate::workload::kinds().map(|w| w.declared()) {
+            let kind = declared.kind;
             let object = unbound(kind);
             let r = request("UPDATE", &object, &object);
             assert_eq!(
                 r["kind"],
-                json!({"group": "apps", "version": "v1", "kind": kind})
+                json!({"group": declared.group, "version": declared.version, "kind": kind})
             );
-            assert_eq!(
-                r["resource"]["resource"],
-                format!("{}s", kind.to_lowercase())
-            );
+            assert_eq!(r["resource"]["resource"], declared.resource);
             assert_eq!(r["name"], object["metadata"]["name"]);
             assert_eq!(r["options"]["kind"], "UpdateOptions");
         }

@@ -51,13 +51,11 @@ pub fn cache_binding() -> Binding {
     )
 }
 
-/// The unbound workload of a kind the policy holds: Korifi's StatefulSet, the DaemonSet, the
-/// Deployment.
+/// The unbound workload of a kind the policy holds: Korifi's StatefulSet, and for any other
+/// kind `workloads/<kind in lower case>-unbound.json`.
 pub fn unbound(kind: &str) -> Value {
     match kind {
         "StatefulSet" => crate::korifi::unbound(),
-        "DaemonSet" => daemonset(),
-        "Deployment" => deployment(),
-        other => panic!("no fixture for kind {other}"),
+        other => fixture(&format!("workloads/{}-unbound.json", other.to_lowercase())),
     }
 }

@@ -1,27 +1,15 @@
 //! Workloads as restage-gate leaves them when it holds them, and where its markers sit. Every
 //! key comes from `restage_gate::markers`; every per-kind value from `restage_gate::workload`.
 
-use restage_gate::markers::{
-    self, Hold, HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_PAUSED_ANNOTATION,
-    ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION,
-};
+use restage_gate::markers::{self, Hold, HELD_LABEL, HELD_SINCE_ANNOTATION, PENDING_ANNOTATION};
 use restage_gate::workload::{self, Workload};
 use serde_json::Value;
 
 use crate::edit::pointer;
 
-/// Every annotation the policy writes or reads on a workload's own metadata.
-pub const MARKER_ANNOTATIONS: [&str; 5] = [
-    ORIGINAL_STRATEGY_ANNOTATION,
-    ORIGINAL_PAUSED_ANNOTATION,
-    HELD_SINCE_ANNOTATION,
-    PENDING_ANNOTATION,
-    RELEASE_ANNOTATION,
-];
-
 /// Whether a label or annotation key is one of the policy's.
 pub fn is_marker(key: &str) -> bool {
-    key == HELD_LABEL || MARKER_ANNOTATIONS.contains(&key)
+    key == HELD_LABEL || markers::annotations().contains(&key)
 }
 
 fn kind(name: &str) -> &'static dyn Workload {
@@ -125,11 +113,7 @@ mod tests {
 
     #[test]
     fn a_held_workload_carries_every_marker_of_its_kind() {
-        for (kind, remembered) in [
-            ("StatefulSet", ORIGINAL_STRATEGY_ANNOTATION),
-            ("DaemonSet", ORIGINAL_STRATEGY_ANNOTATION),
-            ("Deployment", ORIGINAL_PAUSED_ANNOTATION),
-        ] {
+        for (kind, remembered) in workload::kinds().map(|w| (w.kind(), w.remembered_annotation())) {
             let object = held(unbound(kind), "+db", "2026-12-01T09:00:00Z");
             assert!(is_held(&object), "{kind}");
             assert_eq!(

@@ -1,8 +1,8 @@
 //! The module's allocator: during a `validate` call, blocks come from one fixed region by
 //! moving a mark forward, and freeing one costs a counter decrement. An evaluation allocates a
 //! few hundred small blocks (nodes, values, the answer) and frees all of them by the time the
-//! waPC glue has handed the answer to the host; a general allocator spends 6-9% of the guest's
-//! instructions keeping free lists that are never needed.
+//! waPC glue has handed the answer to the host; a general allocator keeps free lists that are
+//! never needed (what that costs: docs/contributing.md).
 //!
 //! Memory is reused only when nothing taken from the region is still in use: the region starts
 //! over from its beginning when its last live block is freed, never at a fixed point in time.
@@ -14,9 +14,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, UnsafeCell};
 use std::ptr;
 
-/// The region's size: the largest request the benchmarks evaluate (224 KiB, fifty bindings in
-/// eight containers) counts the same instructions with a region of 1 MiB, so fits in a quarter
-/// of it.
+/// The region's size: the largest request the benchmarks evaluate (fifty bindings in eight
+/// containers) fits in a quarter of it.
 pub const REGION: usize = 4 << 20;
 
 #[repr(align(16))]
@@ -33,8 +32,8 @@ pub struct Arena<const N: usize> {
     open: Cell<bool>,
 }
 
-// The module runs on one thread: wasm32-wasip1 without the atomics feature has no threads, and
-// the global below exists only there.
+// SAFETY: the cells are only touched from one thread: wasm32-wasip1 without the atomics feature
+// has no threads, and the global below exists only there.
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 unsafe impl<const N: usize> Sync for Arena<N> {}
 
@@ -118,11 +117,15 @@ pub struct Allocator<const N: usize> {
     pub arena: Arena<N>,
 }
 
+// SAFETY: a region block is aligned as its layout asks and lies within the region, which no
+// other block overlaps until every block is freed; every other block is the system allocator's,
+// and goes back to it.
 unsafe impl<const N: usize> GlobalAlloc for Allocator<N> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         match self.arena.take(layout) {
             Some(block) => block,
-            None => System.alloc(layout),
+            // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires it.
+            None => unsafe { System.alloc(layout) },
         }
     }
 
@@ -130,13 +133,15 @@ unsafe impl<const N: usize> GlobalAlloc for Allocator<N> {
         if self.arena.owns(block) {
             self.arena.give_back();
         } else {
-            System.dealloc(block, layout);
+            // SAFETY: not a region block, so the system allocator's, with this layout.
+            unsafe { System.dealloc(block, layout) };
         }
     }
 
     unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if !self.arena.owns(block) {
-            return System.realloc(block, layout, new_size);
+            // SAFETY: not a region block, so the system allocator's, with this layout.
+            return unsafe { System.realloc(block, layout, new_size) };
         }
         // A block that shrinks stays where it is, the last one giving its end back.
         if self.arena.resize_in_place(block, layout.size(), new_size) || new_size <= layout.size() {
@@ -145,10 +150,15 @@ unsafe impl<const N: usize> GlobalAlloc for Allocator<N> {
         let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
             return ptr::null_mut();
         };
-        let moved = self.alloc(new_layout);
+        // SAFETY: a layout of non-zero size (the block's own, grown).
+        let moved = unsafe { self.alloc(new_layout) };
         if !moved.is_null() {
-            ptr::copy_nonoverlapping(block, moved, layout.size().min(new_size));
-            self.dealloc(block, layout);
+            // SAFETY: both blocks hold at least the bytes copied, and a new block never
+            // overlaps a live one.
+            unsafe {
+                ptr::copy_nonoverlapping(block, moved, layout.size().min(new_size));
+                self.dealloc(block, layout);
+            }
         }
         moved
     }
@@ -253,6 +263,7 @@ mod tests {
         let allocator = Allocator::<64> {
             arena: Arena::new(),
         };
+        // SAFETY: every block is freed once, with the layout it was taken or resized with.
         allocator.arena.during(|| unsafe {
             let small = allocator.alloc(layout(16, 8));
             assert!(allocator.arena.owns(small));
@@ -273,8 +284,10 @@ mod tests {
             allocator.dealloc(other, layout(8, 8));
             allocator.dealloc(small, layout(8, 8));
         });
+        // SAFETY: a block taken and freed with the same layout.
         let outside = unsafe { allocator.alloc(layout(16, 8)) };
         assert!(!allocator.arena.owns(outside));
+        // SAFETY: as above.
         unsafe { allocator.dealloc(outside, layout(16, 8)) };
     }
 }

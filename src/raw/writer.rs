@@ -8,10 +8,69 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json::{any_byte_below, any_byte_is, word};
+use super::object::Object;
+use super::text::{any_byte_below, any_byte_is, word};
+
+/// The SDK's `ValidationResponse`, field for field (`code` is never set).
+#[derive(Debug, Default)]
+pub(crate) struct Answer {
+    pub accepted: bool,
+    pub message: Option<String>,
+    pub audit_annotations: Option<Vec<(&'static str, String)>>,
+    pub warnings: Option<Vec<String>>,
+}
+
+/// The answer's bytes, with `mutated`, the request's object with its edits, when it is given.
+pub(crate) fn write_answer(answer: &Answer, mutated: Option<&Object>) -> Vec<u8> {
+    // Room for the whole answer at once, so it is seldom copied as it grows: the payload
+    // holds the object and the old one.
+    let object = mutated.map_or(0, Object::request_len);
+    let mut out = Vec::with_capacity(1024 + object);
+    let mut members = Members::open(&mut out);
+    members.raw("accepted", if answer.accepted { "true" } else { "false" });
+    or_null(members.key("message"), &answer.message, |out, m| {
+        write_str(out, m)
+    });
+    members.raw("code", "null");
+    or_null(
+        members.key("audit_annotations"),
+        &answer.audit_annotations,
+        |out, audit| {
+            let mut map = Members::open(out);
+            for (key, value) in audit {
+                write_str(map.key(key), value);
+            }
+            map.close();
+        },
+    );
+    or_null(members.key("warnings"), &answer.warnings, |out, warnings| {
+        write_list(out, warnings, |out, warning| write_str(out, warning));
+    });
+    let written = match mutated {
+        Some(object) => object.write(members.key("mutated_object")),
+        None => {
+            members.raw("mutated_object", "null");
+            Ok(())
+        }
+    };
+    members.close();
+    // Writing JSON to a Vec cannot fail; if it ever did, accept.
+    match written {
+        Ok(()) => out,
+        Err(_) => br#"{"accepted":true}"#.to_vec(),
+    }
+}
+
+/// `write` for a value that is there, `null` otherwise.
+fn or_null<T>(out: &mut Vec<u8>, value: &Option<T>, write: impl FnOnce(&mut Vec<u8>, &T)) {
+    match value {
+        Some(value) => write(out, value),
+        None => out.extend_from_slice(b"null"),
+    }
+}
 
 /// A JSON object being written, member by member.
-pub struct Members<'w> {
+pub(crate) struct Members<'w> {
     out: &'w mut Vec<u8>,
     first: bool,
 }
@@ -52,7 +111,7 @@ impl<'w> Members<'w> {
 }
 
 /// A `Value` as serde_json writes it.
-pub fn write_value(out: &mut Vec<u8>, value: &Value) {
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::String(text) => write_str(out, text),
         Value::Array(items) => write_list(out, items, write_value),
@@ -72,7 +131,7 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
 
 /// A `Value`'s JSON text, as its `to_string` gives it, without `fmt`'s dynamic writer (a call
 /// and a copy out of the module per token) or serde_json's escape look-up of every byte.
-pub fn json_text(value: &Value) -> String {
+pub(crate) fn json_text(value: &Value) -> String {
     let mut out = Vec::new();
     write_value(&mut out, value);
     // Strings are written as they are and everything else is ASCII: UTF-8, never the default.
@@ -80,7 +139,7 @@ pub fn json_text(value: &Value) -> String {
 }
 
 /// A JSON list of `items`, each written by `write`.
-pub fn write_list<T>(out: &mut Vec<u8>, items: &[T], write: impl Fn(&mut Vec<u8>, &T)) {
+fn write_list<T>(out: &mut Vec<u8>, items: &[T], write: impl Fn(&mut Vec<u8>, &T)) {
     out.push(b'[');
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
@@ -92,7 +151,7 @@ pub fn write_list<T>(out: &mut Vec<u8>, items: &[T], write: impl Fn(&mut Vec<u8>
 }
 
 /// A JSON string as serde_json writes it.
-pub fn write_str(out: &mut Vec<u8>, text: &str) {
+fn write_str(out: &mut Vec<u8>, text: &str) {
     if needs_escape(text.as_bytes()) {
         // serde_json's escapes; writing a string to a Vec cannot fail.
         let _ = serde_json::to_writer(&mut *out, text);
@@ -155,6 +214,47 @@ mod tests {
         members.serialized("s", &[1, 2]).expect("serialised");
         members.close();
         assert_eq!(out, r#"{"raw":{"kept": 1},"v":"é","s":[1,2]}"#.as_bytes());
+    }
+
+    #[test]
+    fn every_answer_reads_back_as_the_sdks_response() {
+        use kubewarden_policy_sdk::response::ValidationResponse;
+        let read_back = |answer: &Answer, object: Option<&Object>| {
+            serde_json::from_slice::<ValidationResponse>(&write_answer(answer, object))
+                .expect("the SDK's ValidationResponse")
+        };
+        let text = r#"{"metadata": {"name": "app", "annotations": {"a\"b": "x"}}, "spec": {"replicas": 1}}"#;
+        let plan = super::super::ReadPlan {
+            values: vec![&["spec", "replicas"]],
+            maps: vec![(&["metadata", "annotations"], vec!["restage-gate.io/"])],
+            ..Default::default()
+        };
+        let object = super::super::read_object(text, &plan, false).expect("an object");
+        let held = Answer {
+            accepted: true,
+            audit_annotations: Some(vec![("decision", "held".into()), ("pending", "+db \"x\"".into())]),
+            warnings: Some(vec!["restage-gate: held\n".into()]),
+            ..Answer::default()
+        };
+        let held = read_back(&held, Some(&object));
+        assert!(held.accepted);
+        let stored: Value = serde_json::from_str(text).expect("JSON");
+        assert_eq!(held.mutated_object, Some(stored));
+        assert_eq!(held.warnings, Some(vec!["restage-gate: held\n".to_string()]));
+        let audit = held.audit_annotations.expect("audit annotations");
+        assert_eq!(audit.len(), 2);
+        assert_eq!(audit["pending"], "+db \"x\"");
+        let refused = Answer {
+            message: Some("refused: \"db\"".into()),
+            ..Answer::default()
+        };
+        let refused = read_back(&refused, None);
+        assert!(!refused.accepted);
+        assert_eq!(refused.message.as_deref(), Some("refused: \"db\""));
+        assert_eq!(refused.mutated_object, None);
+        let plain = read_back(&Answer { accepted: true, ..Answer::default() }, None);
+        assert!(plain.accepted && plain.message.is_none() && plain.code.is_none());
+        assert!(plain.warnings.is_none() && plain.audit_annotations.is_none());
     }
 
     proptest! {

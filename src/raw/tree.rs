@@ -22,12 +22,13 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Number, Value};
 
-use crate::json::{any_byte_is, as_in_a_tree, same_text, word, Tree};
+use super::text::{any_byte_is, as_in_a_tree, same_text, word};
+use super::Tree;
 
 /// A JSON value whose strings are borrowed where the request has them unescaped, and whose
 /// unread members are raw.
 #[derive(Debug, Clone)]
-pub enum Node<'a> {
+pub(crate) enum Node<'a> {
     /// A member binding recognition never reads, as the request has it.
     Raw(&'a RawValue),
     /// An element of a list binding recognition reads (a volume, an env var, a mount), as the
@@ -45,7 +46,7 @@ pub enum Node<'a> {
 }
 
 /// Reads a pod template where a request has it.
-pub fn template_seed<'a>() -> Read<'a> {
+pub(crate) fn template_seed<'a>() -> Read<'a> {
     Read::at(Place::Template)
 }
 
@@ -53,7 +54,7 @@ impl<'a> Node<'a> {
     /// A pod template from JSON text; `None` when it is not JSON (or a number is out of range
     /// where the template is read; a list element that does not read as a tree stays its text,
     /// compared as such).
-    pub fn template(text: &'a str) -> Option<Node<'a>> {
+    pub(crate) fn template(text: &'a str) -> Option<Node<'a>> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let node = template_seed().deserialize(&mut deserializer).ok()?;
         deserializer.end().ok()?;
@@ -75,14 +76,6 @@ impl<'a> Node<'a> {
                 .as_deref()
                 .unwrap_or(self),
             _ => self,
-        }
-    }
-
-    /// Equal as JSON text, without reading: a lazily read element against another one.
-    pub fn same_text(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Node::Lazy(a, ..), Node::Lazy(b, ..)) => same_text(a.get(), b.get()),
-            _ => false,
         }
     }
 
@@ -122,7 +115,7 @@ impl<'a> Node<'a> {
     /// largest; of a list, its first and last elements; each level down to the first and the
     /// last piece. `None` when one of those is not borrowed (an escaped key or string, a
     /// number, `true`, `false`, `null`) or is an empty object or list.
-    pub fn text_in(&self, source: &'a str) -> Option<&'a str> {
+    pub(crate) fn text_in(&self, source: &'a str) -> Option<&'a str> {
         if self.repeats() {
             return None;
         }
@@ -277,6 +270,14 @@ impl Tree for Node<'_> {
         }
     }
 
+    /// Equal as JSON text, without reading: a lazily read element against another one.
+    fn identical(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Node::Lazy(a, ..), Node::Lazy(b, ..)) => same_text(a.get(), b.get()),
+            _ => false,
+        }
+    }
+
     fn members(&self) -> impl Iterator<Item = (&str, &Self)> {
         let members = match self.read() {
             Node::Object(members, _) => members.as_slice(),
@@ -343,7 +344,7 @@ fn has_or_escape(hay: &[u8], needle: &[u8]) -> bool {
 
 /// The elements of a list binding recognition reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Element {
+pub(crate) enum Element {
     Volume,
     Env,
     Mount,
@@ -430,7 +431,7 @@ impl Place {
 }
 
 /// Reads a value at a place, borrowing from text that lives for `'a`.
-pub struct Read<'a>(Place, PhantomData<Node<'a>>);
+pub(crate) struct Read<'a>(Place, PhantomData<Node<'a>>);
 
 impl Read<'_> {
     fn at(place: Place) -> Self {
@@ -520,10 +521,10 @@ impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
 }
 
 /// An object key, borrowed from the text unless it has escapes.
-pub struct Key<'a>(PhantomData<Cow<'a, str>>);
+pub(crate) struct Key<'a>(PhantomData<Cow<'a, str>>);
 
 impl Key<'_> {
-    pub fn seed() -> Self {
+    pub(crate) fn seed() -> Self {
         Key(PhantomData)
     }
 }
@@ -560,6 +561,18 @@ impl<'de: 'a, 'a> Visitor<'de> for Key<'a> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn at<'t, 'a>(node: &'t Node<'a>, path: &[&str]) -> Option<&'t Node<'a>> {
+        path.iter().try_fold(node, |n, key| n.get(key))
+    }
+
+    fn text_at<'t>(node: &'t Node, path: &[&str]) -> Option<&'t str> {
+        at(node, path).and_then(Tree::as_str)
+    }
+
+    fn name_of<'t>(node: &'t Node) -> Option<&'t str> {
+        node.get("name")?.as_str()
+    }
 
     fn read(v: &Value) -> Node<'static> {
         let text: &'static str = Box::leak(v.to_string().into_boxed_str());
@@ -679,10 +692,10 @@ mod tests {
         assert_eq!(node.to_value(), Some(template.clone()));
         assert_eq!(serde_json::to_value(&node).ok(), Some(template));
         // Asked for, an element reads as deep as recognition looks.
-        let volume = crate::json::at(&node, &["spec", "volumes"])
+        let volume = at(&node, &["spec", "volumes"])
             .and_then(|v| v.as_list())
             .and_then(|v| v.first());
-        assert_eq!(volume.and_then(crate::json::name_of), Some("v"));
+        assert_eq!(volume.and_then(name_of), Some("v"));
         // Of an unexpected shape, a level is read whole: nothing of it stays raw.
         let odd = read(&json!({"spec": {"containers": {"c": {"image": "app:1"}}}}));
         let mut raw = Vec::new();
@@ -704,7 +717,7 @@ mod tests {
         }});
         let node = read(&template);
         let element = |path: &[&str]| {
-            let list = crate::json::at(&node, path).and_then(|l| l.as_list());
+            let list = at(&node, path).and_then(|l| l.as_list());
             let element = list.and_then(|l| l.first()).expect("an element");
             // Asked for: read now.
             assert!(element.is_object());
@@ -720,7 +733,7 @@ mod tests {
                 ".projected.sources[1].downwardAPI",
             ]
         );
-        let container = crate::json::at(&node, &["spec", "containers"])
+        let container = at(&node, &["spec", "containers"])
             .and_then(|c| c.as_list()?.first())
             .expect("a container");
         let first = |key: &str| {
@@ -743,7 +756,7 @@ mod tests {
         let respaced = r#"{"spec": {"volumes": [{"name": "b", "projected": {"sources": [
             {"secret": {"items": [{"path": "p", "key": "k"}], "name": "s"}},
             {"downwardAPI": {"items": []}}], "defaultMode": 420}}]}}"#;
-        let volumes = |n: &Node<'static>| crate::json::at(n, &["spec", "volumes"]).cloned();
+        let volumes = |n: &Node<'static>| at(n, &["spec", "volumes"]).cloned();
         let other = Node::template(respaced).expect("JSON");
         assert_eq!(volumes(&node), volumes(&other));
         // And differs where it differs as JSON.
@@ -781,7 +794,7 @@ mod tests {
         assert_eq!(node.to_value(), Some(tree.clone()));
         assert_eq!(node, read(&tree));
         assert_eq!(
-            crate::json::text_at(&node, &["metadata", "annotations", "k"]),
+            text_at(&node, &["metadata", "annotations", "k"]),
             Some("2")
         );
     }
@@ -829,7 +842,7 @@ mod tests {
             {"name": "SERVICE_BINDING_ROO\u0054", "value": "/b"},
             {"name": "SERVICE_BINDING_ROOT", "value": "/bindings"}]}]}}"#;
         let node = Node::template(template).expect("JSON");
-        let env = crate::json::at(&node, &["spec", "containers"])
+        let env = at(&node, &["spec", "containers"])
             .and_then(|c| c.as_list()?.first()?.get("env")?.as_list())
             .expect("env");
         let root = "SERVICE_BINDING_ROOT";
@@ -837,10 +850,10 @@ mod tests {
         assert!(!env[0].may_contain(root));
         // An escape may spell it.
         assert!(env[1].may_contain(root));
-        assert_eq!(crate::json::name_of(&env[1]), Some(root));
+        assert_eq!(name_of(&env[1]), Some(root));
         assert!(env[2].may_contain(root));
         // Once read, it is asked as a tree.
-        assert_eq!(crate::json::name_of(&env[0]), Some("PORT"));
+        assert_eq!(name_of(&env[0]), Some("PORT"));
         assert!(env[0].may_contain(root));
     }
 

@@ -1,0 +1,170 @@
+//! Text compared and checked as the reader needs it.
+
+/// An object's members as a tree holds them: sorted by key, a repeated key keeping its last
+/// value. Returns whether a key repeated. Stable, so of members with the same key the last
+/// read stays last; members read in order (as the API server writes maps) cost one pass.
+pub fn as_in_a_tree<K: AsRef<str>, V>(members: &mut Vec<(K, V)>) -> bool {
+    members.sort_by(|(a, _), (b, _)| text_order(a.as_ref(), b.as_ref()));
+    let read = members.len();
+    members.dedup_by(|later, kept| {
+        let same = same_text(later.0.as_ref(), kept.0.as_ref());
+        if same {
+            std::mem::swap(later, kept);
+        }
+        same
+    });
+    members.len() < read
+}
+
+/// Equal text, compared eight bytes at a time: wasm32's `memcmp` compares byte by byte, and
+/// the text both templates share is kilobytes long. Keys are short: the call `==` makes into
+/// `memcmp` costs more than comparing them here.
+pub fn same_text(a: &str, b: &str) -> bool {
+    same_bytes(a.as_bytes(), b.as_bytes())
+}
+
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (xs, ys) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tails = xs.remainder().iter().zip(ys.remainder());
+    xs.zip(ys).all(|(x, y)| word(x) == word(y)) && tails.into_iter().all(|(x, y)| x == y)
+}
+
+/// JSON text from the payload's bytes. Requests are ASCII but for the odd name or annotation:
+/// the bytes are first looked at eight at a time for one above 0x7f (`str::from_utf8` takes
+/// four at a time on wasm32), and only text with one is checked as UTF-8.
+pub fn utf8(bytes: &[u8]) -> Option<&str> {
+    let words = bytes.chunks_exact(8);
+    let tail = words.remainder().iter().fold(0, |all, &b| all | b);
+    let all = words.fold(u64::from(tail), |all, w| all | word(w));
+    if all & HIGHS == 0 {
+        // SAFETY: every byte is below 0x80, and ASCII text is UTF-8.
+        return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
+    std::str::from_utf8(bytes).ok()
+}
+
+/// Whether `text` starts with `prefix`, compared as `same_text` does.
+pub fn starts_with_text(text: &str, prefix: &str) -> bool {
+    let start = text.as_bytes().get(..prefix.len());
+    start.is_some_and(|start| same_bytes(start, prefix.as_bytes()))
+}
+
+/// `str`'s order (byte by byte), passing over the bytes both share eight at a time: keys
+/// compared while sorting share long prefixes (`projector.servicebinding.io/secret-…`).
+pub fn text_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let common = a.len().min(b.len());
+    let shared = a[..common]
+        .chunks_exact(8)
+        .zip(b[..common].chunks_exact(8))
+        .take_while(|(x, y)| word(x) == word(y))
+        .count()
+        * 8;
+    // The first difference is within the next eight bytes, or one text is a prefix.
+    match a[shared..].iter().zip(&b[shared..]).find(|(x, y)| x != y) {
+        Some((x, y)) => x.cmp(y),
+        None => a.len().cmp(&b.len()),
+    }
+}
+
+/// Eight bytes as one word, the first the lowest (zero if fewer are given; callers give
+/// `chunks_exact(8)`).
+pub fn word(bytes: &[u8]) -> u64 {
+    u64::from_le_bytes(bytes.try_into().unwrap_or_default())
+}
+
+const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+
+/// Whether any byte of `word` is below `n` (at most 0x80): exact, with no false positives.
+pub fn any_byte_below(word: u64, n: u8) -> bool {
+    word.wrapping_sub(ONES * u64::from(n)) & !word & HIGHS != 0
+}
+
+/// Whether any byte of `word` is `b`: a zero byte of `word ^ b…b`.
+pub fn any_byte_is(word: u64, b: u8) -> bool {
+    any_byte_below(word ^ (ONES * u64::from(b)), 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_compares_as_str_does() {
+        let text = "projector.servicebinding.io/secret-\u{e9}0123456789";
+        let mut texts: Vec<String> = (0..=text.len())
+            .filter_map(|len| text.get(..len))
+            .map(str::to_string)
+            .collect();
+        // One byte changed anywhere, up or down.
+        for at in 0..text.len() {
+            for by in [b'#', b'~'] {
+                let mut changed = text.as_bytes().to_vec();
+                changed[at] = by;
+                texts.push(String::from_utf8_lossy(&changed).into_owned());
+            }
+        }
+        for a in &texts {
+            for b in &texts {
+                assert_eq!(text_order(a, b), a.cmp(b), "{a} {b}");
+                assert_eq!(same_text(a, b), a == b, "{a} {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_are_found_eight_at_a_time_exactly() {
+        // Every byte value at every place, among neighbours that are and are not special.
+        for fill in [0x00, 0x01, 0x1f, 0x20, 0x5b, 0x5c, 0x5d, 0x7f, 0x80, 0xff] {
+            for at in 0..8 {
+                for b in 0..=255u8 {
+                    let mut bytes = [fill; 8];
+                    bytes[at] = b;
+                    let w = word(&bytes);
+                    for probe in [0x00, 0x20, b'"', b'\\', b'S', 0x80, 0xff] {
+                        let want = bytes.contains(&probe);
+                        assert_eq!(any_byte_is(w, probe), want, "{bytes:?} {probe}");
+                    }
+                    for n in [1, 0x20, 0x80] {
+                        let want = bytes.iter().any(|&x| x < n);
+                        assert_eq!(any_byte_below(w, n), want, "{bytes:?} {n}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn payloads_read_as_text_exactly_when_they_are_utf8() {
+        let texts: [&[u8]; 6] = [
+            b"",
+            br#"{"name":"app"}"#,
+            "{\"name\":\"caf\u{e9}\"}".as_bytes(),
+            b"{\"name\":\"\xff\"}",
+            b"0123456789abcdef\x80",
+            b"\xc3",
+        ];
+        for text in texts {
+            assert_eq!(utf8(text), std::str::from_utf8(text).ok(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn starts_with_text_is_starts_with() {
+        let text = "projector.servicebinding.io/secret-\u{e9}";
+        for len in 0..=text.len() + 1 {
+            let prefix = String::from_utf8_lossy(&text.as_bytes()[..len.min(text.len())]);
+            for candidate in [text, "projector.", "", "\u{e9}"] {
+                assert_eq!(
+                    starts_with_text(candidate, &prefix),
+                    candidate.starts_with(prefix.as_ref()),
+                    "{candidate} {prefix}"
+                );
+            }
+        }
+    }
+}
