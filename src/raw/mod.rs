@@ -99,7 +99,8 @@ pub(crate) fn read_object<'a>(
     status: bool,
 ) -> Option<object::Object<'a>> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let object = object::Object::read(&mut deserializer, plan, status).ok()?;
+    let levels = object::Levels::new(plan);
+    let object = object::Object::read(&mut deserializer, &levels, status).ok()?;
     deserializer.end().ok()?;
     Some(object.read_from(text))
 }

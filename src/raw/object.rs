@@ -92,10 +92,10 @@ impl<'a> Object<'a> {
     /// store is written back, and its status as the request has it).
     pub fn read<'de: 'a, D: Deserializer<'de>>(
         deserializer: D,
-        plan: &ReadPlan,
+        levels: &Levels,
         status: bool,
     ) -> Result<Self, D::Error> {
-        let level = Level { plan, at: &[] };
+        let level = Level { levels, at: 0 };
         let (read, kept) = deserializer.deserialize_any(LevelSeed::new(level, status))?;
         if !read.is_object() {
             // Anything but an object is not a workload: nothing to read, nothing to edit.
@@ -131,74 +131,94 @@ impl<'a> Object<'a> {
     }
 }
 
-/// Where in the object a map being read sits: the plan's paths through it.
+/// A plan laid out by level: at each object on the way to something read, the keys read and
+/// how. Built once per request, so a member costs a look at its own level's few keys.
+pub(crate) struct Levels<'p> {
+    levels: Vec<Vec<(&'static str, Member<'p>)>>,
+    status: &'p [(&'static str, &'static [&'static str])],
+}
+
+impl<'p> Levels<'p> {
+    pub fn new(plan: &'p ReadPlan) -> Self {
+        let mut levels = Levels {
+            levels: vec![Vec::new()],
+            status: &plan.status,
+        };
+        for path in &plan.values {
+            levels.add(path, Member::Value);
+        }
+        for (path, prefixes) in &plan.maps {
+            levels.add(path, Member::Map(prefixes));
+        }
+        for path in &plan.templates {
+            levels.add(path, Member::Template);
+        }
+        levels
+    }
+
+    /// `how` at `path`, unless a member on the way is read otherwise (and so whole).
+    fn add(&mut self, path: &'static [&'static str], how: Member<'p>) {
+        let Some((last, within)) = path.split_last() else {
+            return;
+        };
+        let mut level = 0;
+        for key in within {
+            let found = self.levels[level].iter().find(|(k, _)| k == key);
+            level = match found {
+                Some((_, Member::Within(next))) => *next,
+                Some(_) => return,
+                None => {
+                    self.levels.push(Vec::new());
+                    let next = self.levels.len() - 1;
+                    self.levels[level].push((key, Member::Within(next)));
+                    next
+                }
+            };
+        }
+        if !self.levels[level].iter().any(|(k, _)| k == last) {
+            self.levels[level].push((last, how));
+        }
+    }
+}
+
+/// Where in the object a map being read sits.
 #[derive(Clone, Copy)]
-struct Level<'p> {
-    plan: &'p ReadPlan,
-    /// The keys down to it, a prefix of a path of the plan.
-    at: &'static [&'static str],
+struct Level<'l, 'p> {
+    levels: &'l Levels<'p>,
+    at: usize,
 }
 
 /// How a member is read.
+#[derive(Clone, Copy)]
 enum Member<'p> {
-    Raw,
     Value,
-    Map(&'static str, &'p [&'static str]),
-    Template(&'static str),
-    Within(&'static str, Level<'p>),
+    Map(&'p [&'static str]),
+    Template,
+    /// An object on the way to something read: its level.
+    Within(usize),
 }
 
-impl<'p> Level<'p> {
-    fn member(self, key: &str) -> Member<'p> {
-        let depth = self.at.len();
-        // The path's member here is `key`, and the path runs through this level.
-        let here = |path: &[&str]| {
-            path.get(depth).is_some_and(|k| same_text(k, key))
-                && path[..depth]
-                    .iter()
-                    .zip(self.at)
-                    .all(|(a, b)| same_text(a, b))
-        };
-        let plan = self.plan;
-        let ends_here = |path: &[&str]| path.len() == depth + 1 && here(path);
-        if plan.values.iter().any(|p| ends_here(p)) {
-            return Member::Value;
-        }
-        if let Some((path, prefixes)) = plan.maps.iter().find(|(p, _)| ends_here(p)) {
-            return Member::Map(path[depth], prefixes);
-        }
-        if let Some(path) = plan.templates.iter().find(|p| ends_here(p)) {
-            return Member::Template(path[depth]);
-        }
-        let mut paths = plan
-            .values
+impl<'p> Level<'_, 'p> {
+    /// How member `key` is read here, and the plan's name for it; `None`: it stays raw.
+    fn member(self, key: &str) -> Option<(&'static str, Member<'p>)> {
+        self.levels.levels[self.at]
             .iter()
-            .chain(plan.maps.iter().map(|(p, _)| p))
-            .chain(&plan.templates);
-        match paths.find(|p| p.len() > depth + 1 && here(p)) {
-            Some(path) => Member::Within(
-                path[depth],
-                Level {
-                    plan,
-                    at: &path[..=depth],
-                },
-            ),
-            None => Member::Raw,
-        }
+            .find(|(k, _)| same_text(k, key))
+            .copied()
     }
 }
 
 /// One object of the request: its values, and its other parts. The whole of it is a value
 /// when it is not an object.
-struct LevelSeed<'p, 'a> {
-    level: Level<'p>,
+struct LevelSeed<'l, 'p, 'a> {
+    level: Level<'l, 'p>,
     /// Whether `status` is read here (the stored object's top).
     status: bool,
     out: PhantomData<Kept<'a>>,
 }
 
-impl<'p> LevelSeed<'p, '_> {
-    fn new(level: Level<'p>, status: bool) -> Self {
+impl<'l, 'p> LevelSeed<'l, 'p, '_> {
+    fn new(level: Level<'l, 'p>, status: bool) -> Self {
         LevelSeed {
             level,
             status,
@@ -207,7 +227,7 @@ impl<'p> LevelSeed<'p, '_> {
     }
 }
 
-impl<'de: 'a, 'a> DeserializeSeed<'de> for LevelSeed<'_, 'a> {
+impl<'de: 'a, 'a> DeserializeSeed<'de> for LevelSeed<'_, '_, 'a> {
     type Value = (Value, Kept<'a>);
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
@@ -215,7 +235,7 @@ impl<'de: 'a, 'a> DeserializeSeed<'de> for LevelSeed<'_, 'a> {
     }
 }
 
-impl<'de: 'a, 'a> Visitor<'de> for LevelSeed<'_, 'a> {
+impl<'de: 'a, 'a> Visitor<'de> for LevelSeed<'_, '_, 'a> {
     type Value = (Value, Kept<'a>);
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -227,24 +247,25 @@ impl<'de: 'a, 'a> Visitor<'de> for LevelSeed<'_, 'a> {
         let mut kept = Kept::default();
         while let Some(key) = map.next_key_seed(Key::seed())? {
             if self.status && same_text(&key, "status") {
-                let status = map.next_value_seed(Pick::Status(&self.level.plan.status))?;
+                let status = map.next_value_seed(Pick::Status(self.level.levels.status))?;
                 read.insert(key.into_owned(), status);
                 continue;
             }
             match self.level.member(&key) {
-                Member::Raw => kept.raw.push((key, map.next_value::<&'a RawValue>()?)),
-                Member::Value => {
+                None => kept.raw.push((key, map.next_value::<&'a RawValue>()?)),
+                Some((_, Member::Value)) => {
                     read.insert(key.into_owned(), map.next_value()?);
                 }
-                Member::Map(name, prefixes) => {
+                Some((name, Member::Map(prefixes))) => {
                     let (value, unread) = map.next_value_seed(Partly(prefixes, PhantomData))?;
                     kept.set(name, Part::Unread(unread));
                     read.insert(key.into_owned(), value);
                 }
-                Member::Template(name) => {
+                Some((name, Member::Template)) => {
                     kept.set(name, Part::Template(map.next_value_seed(template_seed())?));
                 }
-                Member::Within(name, level) => {
+                Some((name, Member::Within(at))) => {
+                    let level = Level { at, ..self.level };
                     let (value, inner) = map.next_value_seed(LevelSeed::new(level, false))?;
                     kept.set(name, Part::Within(inner));
                     read.insert(key.into_owned(), value);

@@ -8,7 +8,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visi
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::object::Object;
+use super::object::{Levels, Object};
 use super::text::utf8;
 use super::tree::Key;
 use super::ReadPlan;
@@ -40,16 +40,17 @@ pub(crate) fn read<'a>(payload: &'a [u8], plan: &ReadPlan) -> Option<Request<'a>
     // JSON text is UTF-8: checked once here, strings are then read without a check each.
     let text = utf8(payload)?;
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let mut request = PayloadSeed(plan).deserialize(&mut deserializer).ok()?;
+    let levels = Levels::new(plan);
+    let mut request = PayloadSeed(&levels).deserialize(&mut deserializer).ok()?;
     deserializer.end().ok()?;
     request.object = std::mem::take(&mut request.object).read_from(text);
     Some(request)
 }
 
 /// `{"settings": …, "request": …}`; `request` is required, `settings` defaults to null.
-struct PayloadSeed<'p>(&'p ReadPlan);
+struct PayloadSeed<'l, 'p>(&'l Levels<'p>);
 
-impl<'de> DeserializeSeed<'de> for PayloadSeed<'_> {
+impl<'de> DeserializeSeed<'de> for PayloadSeed<'_, '_> {
     type Value = Request<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
@@ -57,7 +58,7 @@ impl<'de> DeserializeSeed<'de> for PayloadSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for PayloadSeed<'_> {
+impl<'de> Visitor<'de> for PayloadSeed<'_, '_> {
     type Value = Request<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -94,9 +95,9 @@ fn once<T, E: de::Error>(slot: &mut Option<T>, name: &'static str, value: T) -> 
 }
 
 /// The AdmissionRequest.
-struct RequestSeed<'p>(&'p ReadPlan);
+struct RequestSeed<'l, 'p>(&'l Levels<'p>);
 
-impl<'de> DeserializeSeed<'de> for RequestSeed<'_> {
+impl<'de> DeserializeSeed<'de> for RequestSeed<'_, '_> {
     type Value = Request<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
@@ -105,9 +106,9 @@ impl<'de> DeserializeSeed<'de> for RequestSeed<'_> {
 }
 
 /// An object as `plan` reads it, its `status` when `status` is set.
-struct ObjectSeed<'p>(&'p ReadPlan, bool);
+struct ObjectSeed<'l, 'p>(&'l Levels<'p>, bool);
 
-impl<'de> DeserializeSeed<'de> for ObjectSeed<'_> {
+impl<'de> DeserializeSeed<'de> for ObjectSeed<'_, '_> {
     type Value = Object<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
@@ -115,7 +116,7 @@ impl<'de> DeserializeSeed<'de> for ObjectSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for RequestSeed<'_> {
+impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
     type Value = Request<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
