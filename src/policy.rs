@@ -87,16 +87,11 @@ pub fn read_plan() -> ReadPlan {
         ],
         ..ReadPlan::default()
     };
+    // A path named twice is read once (the reader lays the plan out by level).
     for kind in workload::kinds().map(|w| w.declared()) {
         let fields = [kind.control].into_iter().chain(kind.reads.iter().copied());
-        for field in fields {
-            if !plan.values.contains(&field.path) {
-                plan.values.push(field.path);
-            }
-        }
-        if !plan.templates.contains(&kind.template) {
-            plan.templates.push(kind.template);
-        }
+        plan.values.extend(fields.map(|f| f.path));
+        plan.templates.push(kind.template);
         for field in kind.status {
             let members = match field.json {
                 Json::ListOf(members) => members,

@@ -163,7 +163,7 @@ impl<'p> Levels<'p> {
         };
         let mut level = 0;
         for key in within {
-            let found = self.levels[level].iter().find(|(k, _)| k == key);
+            let found = self.levels[level].iter().find(|(k, _)| same_text(k, key));
             level = match found {
                 Some((_, Member::Within(next))) => *next,
                 Some(_) => return,
@@ -175,7 +175,7 @@ impl<'p> Levels<'p> {
                 }
             };
         }
-        if !self.levels[level].iter().any(|(k, _)| k == last) {
+        if !self.levels[level].iter().any(|(k, _)| same_text(k, last)) {
             self.levels[level].push((last, how));
         }
     }
