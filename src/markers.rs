@@ -16,7 +16,11 @@ pub const PENDING_ANNOTATION: &str = "restage-gate.io/pending";
 pub const RELEASE_ANNOTATION: &str = "restage-gate.io/release";
 
 /// The annotations every kind shares; each kind adds the one that remembers its control.
-const ANNOTATIONS: [&str; 3] = [HELD_SINCE_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION];
+const ANNOTATIONS: [&str; 3] = [
+    HELD_SINCE_ANNOTATION,
+    PENDING_ANNOTATION,
+    RELEASE_ANNOTATION,
+];
 
 /// Every annotation the policy may leave on a workload of any kind it holds, each once.
 pub fn annotations() -> Vec<&'static str> {

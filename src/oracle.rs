@@ -83,9 +83,7 @@ pub fn evaluate(payload: &[u8], now: UtcTime) -> Option<Outcome> {
     } else {
         Value::Null
     };
-    let template = |o: &Value| -> Option<Value> {
-        at(o, workload?.declared().template).cloned()
-    };
+    let template = |o: &Value| -> Option<Value> { at(o, workload?.declared().template).cloned() };
     let (new_template, old_template) = (template(&object), template(&old_object));
     let decision = decide_with(
         &Admission {

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::clock::UtcTime;
 use crate::markers::{self, Hold, MARKER_PREFIX};
 use crate::pending;
-use crate::raw::{json_text, ReadPlan, Tree};
+use crate::raw::{ReadPlan, Tree};
 use crate::settings::{Mode, Settings};
 use crate::template::classify::{Change, ChangeKind};
 use crate::template::insertion::compare;
@@ -189,7 +189,7 @@ pub(crate) fn decide_with<'a, T: Tree>(
                 workload,
                 hold: Hold {
                     remembered_key: workload.remembered_annotation(),
-                    remembered: json_text(&control_or_default(workload, object)),
+                    remembered: control_or_default(workload, object).to_string(),
                     held_since: now.rfc3339(),
                     pending: pending::merge("", &change.delta),
                 },
@@ -211,16 +211,15 @@ fn keep_hold<T>(
 ) -> Decision {
     let held = markers::read(request.old_object, workload.remembered_annotation());
     let remembered = if requests_rolling_control(request, workload) {
-        json_text(&control_or_default(workload, request.object))
+        control_or_default(workload, request.object).to_string()
     } else if let Some(remembered) = held.remembered {
         remembered.to_string()
     } else {
         // Labelled by hand: remember what it has now, never a default over an operator's own.
-        json_text(
-            &current_rolling_control(request, workload)
-                .cloned()
-                .unwrap_or_else(|| workload.default_control()),
-        )
+        current_rolling_control(request, workload)
+            .cloned()
+            .unwrap_or_else(|| workload.default_control())
+            .to_string()
     };
     let previous = held.pending.unwrap_or_default();
     let pending = if change.kind == ChangeKind::BindingOnly {
@@ -245,7 +244,11 @@ fn keep_hold<T>(
 /// What a release writes back: nothing when the request sets a rolling control itself (it is
 /// the one to keep); else the remembered control when the API server accepts it; else the
 /// control the workload has, unless that is the hold's; else the API default.
-fn release<T>(request: &Admission<T>, workload: &'static dyn Workload, because: String) -> Decision {
+fn release<T>(
+    request: &Admission<T>,
+    workload: &'static dyn Workload,
+    because: String,
+) -> Decision {
     let held = markers::read(request.old_object, workload.remembered_annotation());
     let released = held.pending.unwrap_or_default().to_string();
     let remembered = held.remembered.map(|text| {

@@ -160,4 +160,3 @@ fn shorten(text: String) -> String {
     short.push('…');
     short
 }
-

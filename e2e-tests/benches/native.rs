@@ -21,9 +21,7 @@ fn native(c: &mut Criterion) {
         let (old, new) = (case.old_template.to_string(), case.new_template.to_string());
         c.bench_function(
             &format!("read templates and classify: {}", case.name),
-            |b| {
-                b.iter(|| restage_gate::compare_templates(&old, &new, &rules))
-            },
+            |b| b.iter(|| restage_gate::compare_templates(&old, &new, &rules)),
         );
         c.bench_function(&format!("floor: {}", case.name), |b| {
             b.iter(|| restage_gate_floor::validate(&payload))

@@ -54,7 +54,10 @@ impl Kind {
             restage_gate::workload::kinds()
                 .map(|w| {
                     Kind::of(w.kind()).unwrap_or_else(|| {
-                        panic!("no {} controller in the cluster simulation (src/cluster.rs)", w.kind())
+                        panic!(
+                            "no {} controller in the cluster simulation (src/cluster.rs)",
+                            w.kind()
+                        )
                     })
                 })
                 .collect()

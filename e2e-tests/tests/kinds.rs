@@ -11,7 +11,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 fn read(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -34,7 +36,10 @@ fn ruled(rules: &Value, file: &str) -> BTreeSet<(String, String, String)> {
             .collect()
     };
     let mut out = BTreeSet::new();
-    for rule in rules.as_array().unwrap_or_else(|| panic!("{file}: no rules")) {
+    for rule in rules
+        .as_array()
+        .unwrap_or_else(|| panic!("{file}: no rules"))
+    {
         assert_eq!(list(rule, "operations"), ["UPDATE"], "{file}: operations");
         for group in list(rule, "apiGroups") {
             for version in list(rule, "apiVersions") {
@@ -63,7 +68,10 @@ fn every_policy_of_policy_yaml_names_every_kind_held_and_no_other() {
     let mut policies = 0;
     for document in serde_yaml::Deserializer::from_str(&text) {
         let policy = Value::deserialize(document).expect("YAML");
-        let name = policy["metadata"]["name"].as_str().unwrap_or("?").to_string();
+        let name = policy["metadata"]["name"]
+            .as_str()
+            .unwrap_or("?")
+            .to_string();
         assert_eq!(ruled(&policy["spec"]["rules"], &name), declared(), "{name}");
         policies += 1;
     }
@@ -95,6 +103,10 @@ fn the_design_notes_have_a_row_for_every_kind_held() {
         .expect("design.md §10, Workload kinds");
     for w in kinds() {
         let row = format!("\n| {} |", w.kind());
-        assert!(section.contains(&row), "design.md §10 has no row for {}", w.kind());
+        assert!(
+            section.contains(&row),
+            "design.md §10 has no row for {}",
+            w.kind()
+        );
     }
 }

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 pub use arena::evaluation;
 pub(crate) use request::{read, Request};
-pub(crate) use writer::{json_text, write_answer, Answer};
+pub(crate) use writer::{write_answer, Answer};
 
 /// What the reader makes values of; every other member stays the request's text and is
 /// written back as it is. Paths are object keys from the object's top.

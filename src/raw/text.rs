@@ -76,18 +76,7 @@ pub fn word(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(bytes.try_into().unwrap_or_default())
 }
 
-const ONES: u64 = u64::from_le_bytes([0x01; 8]);
 const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-
-/// Whether any byte of `word` is below `n` (at most 0x80): exact, with no false positives.
-pub fn any_byte_below(word: u64, n: u8) -> bool {
-    word.wrapping_sub(ONES * u64::from(n)) & !word & HIGHS != 0
-}
-
-/// Whether any byte of `word` is `b`: a zero byte of `word ^ b…b`.
-pub fn any_byte_is(word: u64, b: u8) -> bool {
-    any_byte_below(word ^ (ONES * u64::from(b)), 1)
-}
 
 #[cfg(test)]
 mod tests {
@@ -112,28 +101,6 @@ mod tests {
             for b in &texts {
                 assert_eq!(text_order(a, b), a.cmp(b), "{a} {b}");
                 assert_eq!(same_text(a, b), a == b, "{a} {b}");
-            }
-        }
-    }
-
-    #[test]
-    fn bytes_are_found_eight_at_a_time_exactly() {
-        // Every byte value at every place, among neighbours that are and are not special.
-        for fill in [0x00, 0x01, 0x1f, 0x20, 0x5b, 0x5c, 0x5d, 0x7f, 0x80, 0xff] {
-            for at in 0..8 {
-                for b in 0..=255u8 {
-                    let mut bytes = [fill; 8];
-                    bytes[at] = b;
-                    let w = word(&bytes);
-                    for probe in [0x00, 0x20, b'"', b'\\', b'S', 0x80, 0xff] {
-                        let want = bytes.contains(&probe);
-                        assert_eq!(any_byte_is(w, probe), want, "{bytes:?} {probe}");
-                    }
-                    for n in [1, 0x20, 0x80] {
-                        let want = bytes.iter().any(|&x| x < n);
-                        assert_eq!(any_byte_below(w, n), want, "{bytes:?} {n}");
-                    }
-                }
             }
         }
     }

@@ -22,7 +22,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Number, Value};
 
-use super::text::{any_byte_is, as_in_a_tree, same_text, word};
+use super::text::{as_in_a_tree, same_text};
 use super::Tree;
 
 /// A JSON value whose strings are borrowed where the request has them unescaped, and whose
@@ -313,33 +313,9 @@ impl Serialize for Node<'_> {
     }
 }
 
-/// Whether `needle` occurs in `hay`, or `hay` has an escape (`\`), which may spell it. The
-/// escape is looked for eight bytes at a time; the needle with Horspool's search, which looks
-/// at about one byte in every needle's length: the byte under the needle's last place tells
-/// how far along the needle can next fit.
+/// Whether `needle` occurs in `hay`, or `hay` has an escape (`\`), which may spell it.
 fn has_or_escape(hay: &[u8], needle: &[u8]) -> bool {
-    let words = hay.chunks_exact(8);
-    let tail = words.remainder();
-    if words.map(word).any(|w| any_byte_is(w, b'\\')) || tail.contains(&b'\\') {
-        return true;
-    }
-    let Some((&last, before)) = needle.split_last() else {
-        return true;
-    };
-    // A byte's shift, capped at 255 (a shorter shift never skips a match).
-    let capped = |n: usize| u8::try_from(n).unwrap_or(u8::MAX);
-    let mut shift = [capped(needle.len()); 256];
-    for (i, &b) in before.iter().enumerate() {
-        shift[usize::from(b)] = capped(before.len() - i);
-    }
-    let mut at = 0;
-    while let Some(&b) = hay.get(at + before.len()) {
-        if b == last && hay[at..].starts_with(before) {
-            return true;
-        }
-        at += usize::from(shift[usize::from(b)]);
-    }
-    false
+    memchr::memchr(b'\\', hay).is_some() || memchr::memmem::find(hay, needle).is_some()
 }
 
 /// The elements of a list binding recognition reads.
@@ -793,10 +769,7 @@ mod tests {
         let tree: Value = serde_json::from_str(repeated).expect("JSON");
         assert_eq!(node.to_value(), Some(tree.clone()));
         assert_eq!(node, read(&tree));
-        assert_eq!(
-            text_at(&node, &["metadata", "annotations", "k"]),
-            Some("2")
-        );
+        assert_eq!(text_at(&node, &["metadata", "annotations", "k"]), Some("2"));
     }
 
     #[test]

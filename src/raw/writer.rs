@@ -1,15 +1,10 @@
-//! JSON written straight into the answer's bytes: the answer's members and the mutated
-//! object's values and keys byte for byte as serde_json writes them, the raw text kept from the
-//! request as it is. serde_json looks up every byte of every string in its escape table; nearly every
-//! string here (keys, names, the markers, the answer's messages) needs no escape at all, so a
-//! string is checked eight bytes at a time and copied whole, and only one that needs an escape
-//! is written by serde_json.
+//! JSON written straight into the answer's bytes: the answer's members, and the mutated object's
+//! values by serde_json around the raw text kept from the request as it is.
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::object::Object;
-use super::text::{any_byte_below, any_byte_is, word};
 
 /// The SDK's `ValidationResponse`, field for field (`code` is never set).
 #[derive(Debug, Default)]
@@ -43,9 +38,13 @@ pub(crate) fn write_answer(answer: &Answer, mutated: Option<&Object>) -> Vec<u8>
             map.close();
         },
     );
-    or_null(members.key("warnings"), &answer.warnings, |out, warnings| {
-        write_list(out, warnings, |out, warning| write_str(out, warning));
-    });
+    or_null(
+        members.key("warnings"),
+        &answer.warnings,
+        |out, warnings| {
+            write_list(out, warnings, |out, warning| write_str(out, warning));
+        },
+    );
     let written = match mutated {
         Some(object) => object.write(members.key("mutated_object")),
         None => {
@@ -112,30 +111,8 @@ impl<'w> Members<'w> {
 
 /// A `Value` as serde_json writes it.
 pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
-    match value {
-        Value::String(text) => write_str(out, text),
-        Value::Array(items) => write_list(out, items, write_value),
-        Value::Object(map) => {
-            let mut members = Members::open(out);
-            for (key, value) in map {
-                members.value(key, value);
-            }
-            members.close();
-        }
-        // null, true, false and numbers: serde_json's own text (writing to a Vec cannot fail).
-        scalar => {
-            let _ = serde_json::to_writer(out, scalar);
-        }
-    }
-}
-
-/// A `Value`'s JSON text, as its `to_string` gives it, without `fmt`'s dynamic writer (a call
-/// and a copy out of the module per token) or serde_json's escape look-up of every byte.
-pub(crate) fn json_text(value: &Value) -> String {
-    let mut out = Vec::new();
-    write_value(&mut out, value);
-    // Strings are written as they are and everything else is ASCII: UTF-8, never the default.
-    String::from_utf8(out).unwrap_or_default()
+    // Writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(out, value);
 }
 
 /// A JSON list of `items`, each written by `write`.
@@ -152,61 +129,17 @@ fn write_list<T>(out: &mut Vec<u8>, items: &[T], write: impl Fn(&mut Vec<u8>, &T
 
 /// A JSON string as serde_json writes it.
 fn write_str(out: &mut Vec<u8>, text: &str) {
-    if needs_escape(text.as_bytes()) {
-        // serde_json's escapes; writing a string to a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, text);
-        return;
-    }
-    out.reserve(text.len() + 2);
-    out.push(b'"');
-    out.extend_from_slice(text.as_bytes());
-    out.push(b'"');
-}
-
-/// Whether serde_json escapes any byte of `text`: `"`, `\` and the control characters below
-/// 0x20 (it writes every other byte as it is, non-ASCII included).
-fn needs_escape(text: &[u8]) -> bool {
-    let words = text.chunks_exact(8);
-    let tail = words.remainder();
-    words
-        .map(word)
-        .any(|w| any_byte_below(w, 0x20) || any_byte_is(w, b'"') || any_byte_is(w, b'\\'))
-        || tail.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    // Writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(out, text);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
     use serde_json::json;
 
     #[test]
-    fn every_string_is_written_as_serde_json_writes_it() {
-        // Every byte that needs an escape and its neighbours, at every place in a word.
-        let specials = [
-            '\0', '\u{1}', '\u{1f}', ' ', '!', '"', '#', '[', '\\', ']', '\u{7f}',
-        ];
-        for special in specials.into_iter().chain(['é', '\u{2028}', '😀']) {
-            for at in 0..17 {
-                let text: String = (0..20)
-                    .map(|i| if i == at { special } else { 'a' })
-                    .collect();
-                for len in 0..=text.len() {
-                    let Some(text) = text.get(..len) else {
-                        continue;
-                    };
-                    let value = json!(text);
-                    assert_eq!(json_text(&value), value.to_string(), "{text:?}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn every_value_is_written_as_serde_json_writes_it() {
-        let value = json!({"a\"b": [null, true, false, 0, -1, 1.5, 1e300, u64::MAX, "x\ny"],
-            "": {}, "list": [], "nested": {"z": {"\\": "\u{1}"}}});
-        assert_eq!(json_text(&value), value.to_string());
+    fn members_are_written_raw_as_values_and_serialised() {
         let mut out = Vec::new();
         let mut members = Members::open(&mut out);
         members.raw("raw", r#"{"kept": 1}"#);
@@ -232,7 +165,10 @@ mod tests {
         let object = super::super::read_object(text, &plan, false).expect("an object");
         let held = Answer {
             accepted: true,
-            audit_annotations: Some(vec![("decision", "held".into()), ("pending", "+db \"x\"".into())]),
+            audit_annotations: Some(vec![
+                ("decision", "held".into()),
+                ("pending", "+db \"x\"".into()),
+            ]),
             warnings: Some(vec!["restage-gate: held\n".into()]),
             ..Answer::default()
         };
@@ -240,7 +176,10 @@ mod tests {
         assert!(held.accepted);
         let stored: Value = serde_json::from_str(text).expect("JSON");
         assert_eq!(held.mutated_object, Some(stored));
-        assert_eq!(held.warnings, Some(vec!["restage-gate: held\n".to_string()]));
+        assert_eq!(
+            held.warnings,
+            Some(vec!["restage-gate: held\n".to_string()])
+        );
         let audit = held.audit_annotations.expect("audit annotations");
         assert_eq!(audit.len(), 2);
         assert_eq!(audit["pending"], "+db \"x\"");
@@ -252,61 +191,14 @@ mod tests {
         assert!(!refused.accepted);
         assert_eq!(refused.message.as_deref(), Some("refused: \"db\""));
         assert_eq!(refused.mutated_object, None);
-        let plain = read_back(&Answer { accepted: true, ..Answer::default() }, None);
+        let plain = read_back(
+            &Answer {
+                accepted: true,
+                ..Answer::default()
+            },
+            None,
+        );
         assert!(plain.accepted && plain.message.is_none() && plain.code.is_none());
         assert!(plain.warnings.is_none() && plain.audit_annotations.is_none());
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
-        #[test]
-        fn any_string_is_written_as_serde_json_writes_it(text in text(40)) {
-            let value = Value::String(text);
-            prop_assert_eq!(json_text(&value), value.to_string());
-        }
-
-        #[test]
-        fn any_value_is_written_as_serde_json_writes_it(value in any_value()) {
-            prop_assert_eq!(json_text(&value), value.to_string());
-        }
-    }
-
-    /// Any JSON value: every kind of number (floats finite, -0.0 among them), strings with
-    /// escapes, nested lists and maps.
-    fn any_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            any::<u64>().prop_map(Value::from),
-            prop_oneof![
-                Just(-0.0),
-                any::<f64>().prop_filter("finite", |f| f.is_finite())
-            ]
-            .prop_map(Value::from),
-            text(12).prop_map(Value::String),
-        ];
-        leaf.prop_recursive(4, 48, 6, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                proptest::collection::vec((text(12), inner), 0..6)
-                    .prop_map(|members| Value::Object(members.into_iter().collect())),
-            ]
-        })
-    }
-
-    /// Text of up to `len` characters with escapes mixed in: `any::<String>()` alone almost
-    /// never draws one.
-    fn text(len: usize) -> impl Strategy<Value = String> + Clone {
-        proptest::collection::vec(
-            prop_oneof![
-                Just('"'),
-                Just('\\'),
-                (0u8..0x20).prop_map(char::from),
-                any::<char>()
-            ],
-            0..len,
-        )
-        .prop_map(|chars| chars.into_iter().collect())
     }
 }

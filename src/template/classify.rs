@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 
 use crate::raw::Tree;
-use crate::view::items;
 use crate::template::artefacts::{ArtefactRules, Artefacts};
+use crate::view::items;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeKind {

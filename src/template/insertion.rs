@@ -23,7 +23,6 @@
 use std::ops::Range;
 
 use crate::raw::Tree;
-use crate::view::{items, name_of};
 use crate::template::artefacts::{
     bindings_by_name, is_projector_root, ArtefactRules, Artefacts, SERVICE_BINDING_ROOT,
 };
@@ -31,6 +30,7 @@ use crate::template::classify::{
     classify, delta_between, fields_equal_in, is_list_or_nothing, is_map_or_nothing, BindingDelta,
     Change, ChangeKind, CONTAINER_APART, METADATA_APART, POD_SPEC_APART, TEMPLATE_APART,
 };
+use crate::view::{items, name_of};
 
 /// How two pod templates read from a request differ: `classify`'s answer.
 pub fn compare<T: Tree>(old: &T, new: &T, rules: &ArtefactRules) -> Change {
@@ -230,10 +230,7 @@ fn list<'t, T: Tree>(v: Option<&'t T>) -> Option<&'t [T]> {
 
 /// Where `new` is `old` with elements inserted in one place (the elements both have compared
 /// as text), that place and the inserted elements.
-fn added<'t, T: Tree>(
-    old: Option<&'t T>,
-    new: Option<&'t T>,
-) -> Option<(usize, &'t [T])> {
+fn added<'t, T: Tree>(old: Option<&'t T>, new: Option<&'t T>) -> Option<(usize, &'t [T])> {
     let (old, new) = (list(old)?, list(new)?);
     let prefix = old
         .iter()

@@ -19,12 +19,12 @@ use super::{changed_paths, EARLIER, NOW};
 use crate::evaluate;
 use crate::markers;
 use crate::policy::{decide, Admission};
+use crate::raw::Node;
 use crate::response;
 use crate::settings::Settings;
 use crate::template::artefacts::ArtefactRules;
 use crate::template::classify::{classify, ChangeKind};
 use crate::template::insertion::compare;
-use crate::raw::Node;
 
 /// (name, env, image) of a generated container.
 type ContainerSpec = (String, Vec<(String, String)>, String);
@@ -214,7 +214,10 @@ fn mutated(old: &Value, new: &Value) -> Option<Value> {
 /// policy's answer only if it reads every member the decision needs and writes back every
 /// member it does not read.
 fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
-    let (new_text, old_text) = (new["spec"]["template"].to_string(), old["spec"]["template"].to_string());
+    let (new_text, old_text) = (
+        new["spec"]["template"].to_string(),
+        old["spec"]["template"].to_string(),
+    );
     let (template, old_template) = (Node::template(&new_text), Node::template(&old_text));
     let decision = decide(
         &Admission {

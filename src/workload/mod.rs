@@ -262,8 +262,16 @@ mod tests {
     fn every_kind_declares_what_the_reader_and_a_release_need() {
         for w in kinds() {
             let k = w.declared();
-            assert!(k.remembered.starts_with(markers::MARKER_PREFIX), "{}", k.kind);
-            assert!(!k.template.is_empty() && k.control.path.len() > 1, "{}", k.kind);
+            assert!(
+                k.remembered.starts_with(markers::MARKER_PREFIX),
+                "{}",
+                k.kind
+            );
+            assert!(
+                !k.template.is_empty() && k.control.path.len() > 1,
+                "{}",
+                k.kind
+            );
             assert!(w.accepts(&w.default_control()), "{}", k.kind);
             assert!(w.stops_rollouts(Some(&w.held_control())), "{}", k.kind);
             assert_eq!(k.resource, k.kind.to_lowercase() + "s", "{}", k.kind);

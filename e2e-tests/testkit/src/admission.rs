@@ -28,7 +28,10 @@ pub fn request_for(group: &str, kind: &str, operation: &str, old: &Value, new: &
     };
     let declared = restage_gate::workload::of(group, kind).map(|w| w.declared());
     let version = declared.map_or("v1", |k| k.version);
-    let resource = declared.map_or_else(|| format!("{}s", kind.to_lowercase()), |k| k.resource.into());
+    let resource = declared.map_or_else(
+        || format!("{}s", kind.to_lowercase()),
+        |k| k.resource.into(),
+    );
     let gvk = json!({"group": group, "version": version, "kind": kind});
     let resource = json!({"group": group, "version": version, "resource": resource});
     json!({
