@@ -557,3 +557,30 @@ fn an_extra_prefix_secret_volume_switching_its_secret_is_a_secret_removal() {
         }
     }
 }
+
+/// Only a Deployment has a resume: a StatefulSet or DaemonSet whose owner switches its own
+/// `OnDelete` back to `RollingUpdate` along with a binding change is held, and the hold
+/// remembers the owner's new strategy for the release to restore.
+#[test]
+fn an_owners_switch_back_to_rolling_update_is_held_remembering_it() {
+    use crate::markers::ORIGINAL_STRATEGY_ANNOTATION;
+    for kind in KINDS.into_iter().filter(|k| *k != "Deployment") {
+        let on_delete = with(unbound(kind), |o| {
+            o["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
+        });
+        let rolling = bind(unbound(kind), &orders_binding());
+        let r = update(on_delete, rolling.clone()).run();
+        let held = r.mutated_object.expect("held");
+        assert_eq!(
+            held["spec"]["updateStrategy"],
+            json!({"type": "OnDelete"}),
+            "{kind}"
+        );
+        let remembered = annotation(&held, ORIGINAL_STRATEGY_ANNOTATION).expect("remembered");
+        assert_eq!(
+            serde_json::from_str::<Value>(remembered).ok().as_ref(),
+            Some(&rolling["spec"]["updateStrategy"]),
+            "{kind}"
+        );
+    }
+}
