@@ -51,6 +51,12 @@ pub fn cache_binding() -> Binding {
     )
 }
 
+/// Every kind the policy holds (`restage_gate::workload::KINDS`), each with an unbound
+/// fixture (`unbound`).
+pub fn kinds() -> impl Iterator<Item = &'static str> {
+    restage_gate::workload::kinds().map(|w| w.kind())
+}
+
 /// The unbound workload of a kind the policy holds: Korifi's StatefulSet, and for any other
 /// kind `workloads/<kind in lower case>-unbound.json`.
 pub fn unbound(kind: &str) -> Value {
