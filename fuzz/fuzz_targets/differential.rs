@@ -331,7 +331,11 @@ fn base(kind: &str) -> &'static Value {
             .map(|k| (k.kind().to_string(), fixtures::unbound(k.kind())))
             .collect()
     });
-    &bases.iter().find(|(k, _)| k == kind).expect("a fixture for every kind").1
+    &bases
+        .iter()
+        .find(|(k, _)| k == kind)
+        .expect("a fixture for every kind")
+        .1
 }
 
 fuzz_target!(|input: Input| {
@@ -350,14 +354,24 @@ fuzz_target!(|input: Input| {
     }
     if let Some(h) = input.held {
         let remembered = workload.default_control();
-        old = held_remembering(old, &remembered, &format!("+svc-{}", h % 4), "2026-12-01T09:00:00Z");
+        old = held_remembering(
+            old,
+            &remembered,
+            &format!("+svc-{}", h % 4),
+            "2026-12-01T09:00:00Z",
+        );
     }
     let mut new = old.clone();
     let edits = input.edits.iter().take(6);
-    for edit in edits.clone().filter(|e| !garbage(e)).chain(edits.filter(garbage)) {
+    for edit in edits
+        .clone()
+        .filter(|e| !garbage(e))
+        .chain(edits.filter(garbage))
+    {
         new = apply(new, edit);
     }
-    let operation = ["UPDATE", "UPDATE", "UPDATE", "CREATE", "DELETE"][usize::from(input.operation) % 5];
+    let operation =
+        ["UPDATE", "UPDATE", "UPDATE", "CREATE", "DELETE"][usize::from(input.operation) % 5];
     let windows = if input.window {
         json!([{"days": ["Wed"], "start": "16:00", "end": "18:00"}])
     } else {
@@ -367,7 +381,12 @@ fuzz_target!(|input: Input| {
     let group = workload.declared().group;
     let payload = validation_request(&settings, &request_for(group, kind, operation, &old, &new));
     let mut text = String::new();
-    write(&mut text, &payload, &input.style, &mut Choices(input.style.seed | 1));
+    write(
+        &mut text,
+        &payload,
+        &input.style,
+        &mut Choices(input.style.seed | 1),
+    );
     let Some(want) = restage_gate::oracle::evaluate(text.as_bytes(), NOW) else {
         return;
     };
@@ -379,5 +398,8 @@ fuzz_target!(|input: Input| {
     assert_eq!(audit, want.audit_annotations, "audit annotations\n{text}");
     assert_eq!(got.message, want.message, "message\n{text}");
     assert_eq!(got.warnings, want.warnings, "warnings\n{text}");
-    assert_eq!(got.mutated_object, want.mutated_object, "mutated object\n{text}");
+    assert_eq!(
+        got.mutated_object, want.mutated_object,
+        "mutated object\n{text}"
+    );
 });

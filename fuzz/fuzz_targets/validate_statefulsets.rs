@@ -143,7 +143,11 @@ fn container(c: &Container) -> Value {
 /// The kind's control, where it declares it.
 fn set_control(doc: &mut Value, kind: &str, value: Value) {
     let workload = kinds().find(|w| w.kind() == kind).expect("a kind held");
-    set(doc, &format!("/{}", workload.control_path().join("/")), value);
+    set(
+        doc,
+        &format!("/{}", workload.control_path().join("/")),
+        value,
+    );
 }
 
 fn set(doc: &mut Value, pointer: &str, value: Value) {
@@ -156,7 +160,9 @@ fn set(doc: &mut Value, pointer: &str, value: Value) {
 impl Sts {
     /// Whether the kind's control is a boolean (a Deployment's `paused`), not a strategy.
     fn control_is_boolean(&self, kind: &str) -> bool {
-        kinds().find(|w| w.kind() == kind).is_some_and(|w| w.default_control().is_boolean())
+        kinds()
+            .find(|w| w.kind() == kind)
+            .is_some_and(|w| w.default_control().is_boolean())
     }
 
     fn value(&self, kind: &str) -> Value {
@@ -249,7 +255,10 @@ fuzz_target!(|input: Input| {
         let strip = |v: &Value| {
             let mut v = v.clone();
             let control = workload.control_path().join("/");
-            if let Some(Value::Object(parent)) = v.pointer_mut(&format!("/{}", control.rsplit_once('/').map_or("", |(p, _)| p))) {
+            if let Some(Value::Object(parent)) = v.pointer_mut(&format!(
+                "/{}",
+                control.rsplit_once('/').map_or("", |(p, _)| p)
+            )) {
                 parent.remove(control.rsplit('/').next().unwrap_or_default());
             }
             // a null or emptied label/annotation map is the same as none
