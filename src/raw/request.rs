@@ -9,7 +9,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::object::{Levels, Object};
-use super::text::utf8;
 use super::tree::Key;
 use super::ReadPlan;
 
@@ -38,7 +37,7 @@ struct Kind {
 /// ValidationRequest.
 pub(crate) fn read<'a>(payload: &'a [u8], plan: &ReadPlan) -> Option<Request<'a>> {
     // JSON text is UTF-8: checked once here, strings are then read without a check each.
-    let text = utf8(payload)?;
+    let text = std::str::from_utf8(payload).ok()?;
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let levels = Levels::new(plan);
     let mut request = PayloadSeed(&levels).deserialize(&mut deserializer).ok()?;

@@ -1,4 +1,4 @@
-//! Text compared and checked as the reader needs it.
+//! Text compared as the reader needs it.
 
 /// An object's members as a tree holds them: sorted by key, a repeated key keeping its last
 /// value. Returns whether a key repeated. Stable, so of members with the same key the last
@@ -32,20 +32,6 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     xs.zip(ys).all(|(x, y)| word(x) == word(y)) && tails.into_iter().all(|(x, y)| x == y)
 }
 
-/// JSON text from the payload's bytes. Requests are ASCII but for the odd name or annotation:
-/// the bytes are first looked at eight at a time for one above 0x7f (`str::from_utf8` takes
-/// four at a time on wasm32), and only text with one is checked as UTF-8.
-pub fn utf8(bytes: &[u8]) -> Option<&str> {
-    let words = bytes.chunks_exact(8);
-    let tail = words.remainder().iter().fold(0, |all, &b| all | b);
-    let all = words.fold(u64::from(tail), |all, w| all | word(w));
-    if all & HIGHS == 0 {
-        // SAFETY: every byte is below 0x80, and ASCII text is UTF-8.
-        return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
-    }
-    std::str::from_utf8(bytes).ok()
-}
-
 /// Whether `text` starts with `prefix`, compared as `same_text` does.
 pub fn starts_with_text(text: &str, prefix: &str) -> bool {
     let start = text.as_bytes().get(..prefix.len());
@@ -72,11 +58,9 @@ pub fn text_order(a: &str, b: &str) -> std::cmp::Ordering {
 
 /// Eight bytes as one word, the first the lowest (zero if fewer are given; callers give
 /// `chunks_exact(8)`).
-pub fn word(bytes: &[u8]) -> u64 {
+fn word(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(bytes.try_into().unwrap_or_default())
 }
-
-const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
 
 #[cfg(test)]
 mod tests {
@@ -102,21 +86,6 @@ mod tests {
                 assert_eq!(text_order(a, b), a.cmp(b), "{a} {b}");
                 assert_eq!(same_text(a, b), a == b, "{a} {b}");
             }
-        }
-    }
-
-    #[test]
-    fn payloads_read_as_text_exactly_when_they_are_utf8() {
-        let texts: [&[u8]; 6] = [
-            b"",
-            br#"{"name":"app"}"#,
-            "{\"name\":\"caf\u{e9}\"}".as_bytes(),
-            b"{\"name\":\"\xff\"}",
-            b"0123456789abcdef\x80",
-            b"\xc3",
-        ];
-        for text in texts {
-            assert_eq!(utf8(text), std::str::from_utf8(text).ok(), "{text:?}");
         }
     }
 
