@@ -1,8 +1,9 @@
 //! A reference for the fast path, for tests and the differential fuzz target only: the same
 //! request decided the plain way. The payload is parsed whole into `serde_json::Value`s by a
 //! derived reader; two templates are compared by stripping the binding artefacts into copies and
-//! comparing those with `==`; the decision table is `policy.rs`'s; the edit is made on the whole
-//! parsed object. None of the reader's, the writer's or the comparison's short cuts is used.
+//! comparing those with `==`; the edit is made on the whole parsed object and compared as a
+//! tree. None of the reader's, the writer's or the comparison's short cuts is used; what an
+//! artefact is and the decision table are the rules' own, checked by their own tests.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +15,7 @@ use crate::policy::{decide_with, Admission};
 use crate::response::{respond, unreadable};
 use crate::settings::Settings;
 use crate::template::artefacts::{ArtefactRules, Artefacts};
-use crate::template::classify::{delta_between, Change, ChangeKind};
+use crate::template::classify::{classify_by, Change};
 use crate::view::at;
 use crate::workload;
 
@@ -119,38 +120,13 @@ fn outcome(answer: crate::raw::Answer, mutated_object: Option<Value>) -> Outcome
     }
 }
 
-/// Two templates compared the plain way: equal, or equal once both are stripped of binding
-/// artefacts, or neither.
+/// Two templates compared the plain way: equal once both are stripped of binding artefacts
+/// into copies, or not. What the artefacts are and how a binding change is named are the
+/// rules' own (`classify_by`).
 pub fn classify(old: &Value, new: &Value, rules: &ArtefactRules) -> Change {
-    let unchanged = |kind| Change {
-        kind,
-        emptied: false,
-        delta: Default::default(),
-        dropped_secrets: Vec::new(),
-    };
-    if old == new {
-        return unchanged(ChangeKind::NoChange);
-    }
-    let artefacts = Artefacts::for_templates(rules, &[old, new]);
-    if strip(old, &artefacts) != strip(new, &artefacts) {
-        return unchanged(ChangeKind::Restage);
-    }
-    let emptied = !artefacts.present_in(new) && artefacts.present_in(old);
-    if emptied && artefacts.has_projector_root(old) {
-        return unchanged(ChangeKind::Wipe);
-    }
-    let kept = artefacts.secrets_in(new);
-    Change {
-        kind: ChangeKind::BindingOnly,
-        emptied,
-        delta: delta_between(artefacts.bindings(old), artefacts.bindings(new)),
-        dropped_secrets: artefacts
-            .secrets_in(old)
-            .into_iter()
-            .filter(|s| !kept.contains(s))
-            .map(str::to_string)
-            .collect(),
-    }
+    classify_by(old, new, rules, |a, b, artefacts| {
+        strip(a, artefacts) == strip(b, artefacts)
+    })
 }
 
 /// A copy of a template without binding artefacts. An absent, null or emptied list or map

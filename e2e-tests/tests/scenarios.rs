@@ -473,7 +473,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: EVERY_KIND,
+            kinds: Kind::every(),
             name: "reject mode: unbind one of two (accepted, rolls now), then {scale} and delete a pod",
             run: |k, o| {
                 let mut c = app_with(k, o, Mode::Reject, json!({}));

@@ -83,11 +83,22 @@ fn unchanged(kind: ChangeKind) -> Change {
 }
 
 pub fn classify<T: Tree>(old: &T, new: &T, rules: &ArtefactRules) -> Change {
+    classify_by(old, new, rules, templates_equal)
+}
+
+/// `classify`, with whether the templates are equal once the artefacts are left out told by
+/// `equal_apart` (the reference implementation's plain comparison, in the differential tests).
+pub(crate) fn classify_by<T: Tree>(
+    old: &T,
+    new: &T,
+    rules: &ArtefactRules,
+    equal_apart: impl FnOnce(&T, &T, &Artefacts) -> bool,
+) -> Change {
     if old == new {
         return unchanged(ChangeKind::NoChange);
     }
     let artefacts = Artefacts::for_templates(rules, &[old, new]);
-    if !templates_equal(old, new, &artefacts) {
+    if !equal_apart(old, new, &artefacts) {
         return unchanged(ChangeKind::Restage);
     }
     // A bind leaves artefacts in the new template: asked first, it settles most requests.

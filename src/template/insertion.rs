@@ -224,7 +224,7 @@ fn apart<T: Tree>(a: &T, b: &T, special: &[&str]) -> Option<()> {
 }
 
 /// A list's elements; absent or null is an empty list, as for `classify`.
-fn list<'t, T: Tree>(v: Option<&'t T>) -> Option<&'t [T]> {
+fn list<T: Tree>(v: Option<&T>) -> Option<&[T]> {
     is_list_or_nothing(v).then(|| items(v).as_slice())
 }
 
