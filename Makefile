@@ -141,7 +141,7 @@ profile-functions: | wasm-target
 
 # cargo-fuzz targets (nightly): `make test` runs each for FUZZ_SECONDS without a sanitizer,
 # `make fuzz` for longer with AddressSanitizer.
-FUZZ_TARGETS := validate_bytes validate_statefulsets validate_settings
+FUZZ_TARGETS := validate_bytes validate_statefulsets validate_settings differential
 FUZZ_SECONDS ?= 10
 FUZZ_FLAGS   ?= -s none
 
