@@ -6,16 +6,20 @@
 //!     restage-gate-release keys DIR                  (COSIGN_PASSWORD encrypts DIR/cosign.key)
 //!     restage-gate-release sign REGISTRY/REPOSITORY(:TAG|@DIGEST) cosign.key [--allow-http]
 //!     restage-gate-release verify REGISTRY/REPOSITORY(:TAG|@DIGEST) cosign.pub [--allow-http]
-//!     restage-gate-release artifacthub METADATA.yml QUESTIONS-UI.yml [EXISTING-artifacthub-pkg.yml]
+//!     restage-gate-release artifacthub METADATA.yml QUESTIONS-UI.yml NOW [EXISTING-artifacthub-pkg.yml]
 //!     restage-gate-release check-versions [PROJECT-DIR]
+//!
+//! `annotate` records the protocol version `metadata.yml` declares (`protocolVersion`), where
+//! kwctl asks the module's `protocol_version`: reading it here would take a wasm runtime, and
+//! the e2e suites check that the module answers what `metadata.yml` declares. `artifacthub`
+//! keeps an existing package's `createdAt` for the same version, and takes NOW (RFC 3339 UTC)
+//! for a new one.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use restage_gate_e2e::host::Module;
-use restage_gate_e2e::oci::{self, Transport};
-use restage_gate_e2e::{metadata, signing, versions};
-use restage_gate_evaluation::guest::Guest;
+use restage_gate_release::oci::{self, Transport};
+use restage_gate_release::{metadata, signing, versions};
 
 fn read(path: &str) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
@@ -39,9 +43,9 @@ fn run(args: &[String]) -> Result<(), String> {
     match args.as_slice() {
         ["annotate", module, meta, readme, out] => {
             let bytes = read_bytes(module)?;
-            let protocol = Module::from_bytes(&bytes)?.protocol_version()?;
-            let protocol = protocol.as_str().ok_or("protocol_version did not answer a string")?;
-            let m = metadata::annotated(&metadata::read_yaml(&read(meta)?)?, protocol, &read(readme)?)?;
+            let declared = metadata::read_yaml(&read(meta)?)?;
+            let protocol = metadata::declared_protocol(&declared)?;
+            let m = metadata::annotated(&declared, &protocol, &read(readme)?)?;
             oci::write_atomically(Path::new(out), &metadata::embed(&bytes, &m)?)?;
             println!("{out}: annotated with {meta} (protocol {protocol})");
             Ok(())
@@ -85,14 +89,14 @@ fn run(args: &[String]) -> Result<(), String> {
             );
             Ok(())
         }
-        ["artifacthub", meta, questions, rest @ ..] => {
+        ["artifacthub", meta, questions, now, rest @ ..] => {
             let m = metadata::read_yaml(&read(meta)?)?;
             let version = m["annotations"][metadata::VERSION].as_str().unwrap_or_default().to_string();
             let created = rest
                 .first()
                 .and_then(|existing| std::fs::read_to_string(existing).ok())
                 .and_then(|text| versions::existing_created_at(&text, &version))
-                .unwrap_or_else(|| restage_gate::clock::now().rfc3339());
+                .unwrap_or_else(|| now.to_string());
             print!("{}", versions::artifacthub_pkg(&m, &read(questions)?, &created)?);
             Ok(())
         }
