@@ -13,7 +13,8 @@ TARGET_DIR  := $(or $(CARGO_TARGET_DIR),target)
 WASM        := $(TARGET_DIR)/$(TARGET)/release/restage_gate.wasm
 SOURCES     := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 DEMO        := $(CARGO) run --locked --quiet --profile tools -p restage-gate-demo
-RELEASE     := $(CARGO) run --locked --quiet --profile tools -p restage-gate-release --
+RELEASE     := $(CARGO) run --locked --quiet --profile tools -p restage-gate-release --no-default-features --
+SIGNING     := $(CARGO) run --locked --quiet --profile tools -p restage-gate-release --
 VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 # make push REGISTRY=host:port/path pushes $(REGISTRY)/restage-gate:v$(VERSION)
 REGISTRY    ?=
@@ -21,7 +22,7 @@ IMAGE        = $(REGISTRY)/restage-gate:v$(VERSION)
 # The e2e suites evaluate this module.
 export RESTAGE_GATE_WASM := $(CURDIR)/policy.wasm
 
-.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions profile-functions fuzz fuzz-smoke keys sign verify release-tool
+.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions profile-functions fuzz fuzz-smoke keys sign verify release-tool signing-tool
 
 all: policy.wasm
 
@@ -47,10 +48,14 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 	  $(RELEASE) annotate policy.wasm metadata.yml README.md annotated-policy.wasm; \
 	fi
 
-# restage-gate-release (tools/release: annotate, push, pull, keys, sign, verify, artifacthub):
-# no wasm runtime, built with the quick `tools` profile.
+# restage-gate-release (tools/release: annotate, push, pull, artifacthub, and with its `signing`
+# feature keys, sign, verify): no wasm runtime, built with the quick `tools` profile.
 release-tool:
-	@echo "== building restage-gate-release, the release tool (a few minutes on 2 cores the first time)"
+	@echo "== building restage-gate-release, the release tool (a minute or two on 2 cores the first time)"
+	@$(CARGO) build --locked --quiet --profile tools -p restage-gate-release --no-default-features
+
+signing-tool:
+	@echo "== building restage-gate-release with signing (a few minutes on 2 cores the first time)"
 	@$(CARGO) build --locked --quiet --profile tools -p restage-gate-release
 
 # kwctl push when kwctl is installed, the project's own tool otherwise; either way the last
@@ -79,18 +84,18 @@ COSIGN_PUBLIC_KEY ?=
 
 keys:
 	@test -n "$(KEY_DIR)" || { echo "usage: COSIGN_PASSWORD=… make keys KEY_DIR=DIR (writes DIR/cosign.key, encrypted with COSIGN_PASSWORD, and DIR/cosign.pub)"; exit 1; }
-	@$(MAKE) --no-print-directory release-tool
-	$(RELEASE) keys $(KEY_DIR)
+	@$(MAKE) --no-print-directory signing-tool
+	$(SIGNING) keys $(KEY_DIR)
 
 sign:
 	@test -n "$(REGISTRY)" -a -n "$(COSIGN_KEY)" || { echo "usage: COSIGN_PASSWORD=… make sign REGISTRY=host:port/path COSIGN_KEY=cosign.key (signs REGISTRY/restage-gate:v$(VERSION), by digest)"; exit 1; }
-	@$(MAKE) --no-print-directory release-tool
-	$(RELEASE) sign $(IMAGE) $(COSIGN_KEY)
+	@$(MAKE) --no-print-directory signing-tool
+	$(SIGNING) sign $(IMAGE) $(COSIGN_KEY)
 
 verify:
 	@test -n "$(REGISTRY)" -a -n "$(COSIGN_PUBLIC_KEY)" || { echo "usage: make verify REGISTRY=host:port/path COSIGN_PUBLIC_KEY=cosign.pub (checks REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
-	@$(MAKE) --no-print-directory release-tool
-	$(RELEASE) verify $(IMAGE) $(COSIGN_PUBLIC_KEY)
+	@$(MAKE) --no-print-directory signing-tool
+	$(SIGNING) verify $(IMAGE) $(COSIGN_PUBLIC_KEY)
 
 artifacthub-pkg.yml: metadata.yml questions-ui.yml Cargo.toml | release-tool
 	$(RELEASE) artifacthub metadata.yml questions-ui.yml "$$(date -u +%Y-%m-%dT%H:%M:%SZ)" artifacthub-pkg.yml > artifacthub-pkg.yml.new

@@ -8,6 +8,7 @@ pub mod metadata;
 pub mod oci;
 pub mod questions;
 pub mod repository;
+#[cfg(feature = "signing")]
 pub mod signing;
 pub mod versions;
 pub mod workflows;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use restage_gate_release::oci::{self, Transport};
-use restage_gate_release::{metadata, signing, versions};
+use restage_gate_release::{metadata, versions};
 
 fn read(path: &str) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
@@ -61,34 +61,7 @@ fn run(args: &[String]) -> Result<(), String> {
             println!("{out}: pulled {reference} ({})", pulled.digest);
             Ok(())
         }
-        ["keys", dir] => {
-            let pair = signing::generate_key_pair(
-                Path::new(dir),
-                signing::password_from_env()?.as_bytes(),
-            )?;
-            println!(
-                "{}: private key, encrypted with {} (keep it secret, never commit it)",
-                pair.private.display(),
-                signing::PASSWORD_VAR
-            );
-            println!("{}: public key, for verifiers", pair.public.display());
-            Ok(())
-        }
-        ["sign", reference, key] => {
-            let password = signing::password_from_env()?;
-            let signed = signing::sign(reference, Path::new(key), password.as_bytes(), transport)?;
-            let done = if signed.already { "already signed" } else { "signed" };
-            println!("{}: {done} with {key} ({})", signed.artifact, signed.signature);
-            Ok(())
-        }
-        ["verify", reference, key] => {
-            let verified = signing::verify(reference, Path::new(key), transport)?;
-            println!(
-                "{}: signature verified with {key} ({} signature(s) in {})",
-                verified.artifact, verified.signatures, verified.signature
-            );
-            Ok(())
-        }
+        [command @ ("keys" | "sign" | "verify"), rest @ ..] => signing(command, rest, transport),
         ["artifacthub", meta, questions, now, rest @ ..] => {
             let m = metadata::read_yaml(&read(meta)?)?;
             let version = m["annotations"][metadata::VERSION].as_str().unwrap_or_default().to_string();
@@ -110,6 +83,61 @@ fn run(args: &[String]) -> Result<(), String> {
         }
         _ => Err("usage: restage-gate-release annotate|push|pull|keys|sign|verify|artifacthub|check-versions … (see the source header)".into()),
     }
+}
+
+/// keys, sign and verify: cosign's key pairs and signatures, through sigstore.
+#[cfg(feature = "signing")]
+fn signing(command: &str, args: &[&str], transport: Transport) -> Result<(), String> {
+    use restage_gate_release::signing;
+    match (command, args) {
+        ("keys", [dir]) => {
+            let pair = signing::generate_key_pair(
+                Path::new(dir),
+                signing::password_from_env()?.as_bytes(),
+            )?;
+            println!(
+                "{}: private key, encrypted with {} (keep it secret, never commit it)",
+                pair.private.display(),
+                signing::PASSWORD_VAR
+            );
+            println!("{}: public key, for verifiers", pair.public.display());
+            Ok(())
+        }
+        ("sign", [reference, key]) => {
+            let password = signing::password_from_env()?;
+            let signed = signing::sign(reference, Path::new(key), password.as_bytes(), transport)?;
+            let done = if signed.already {
+                "already signed"
+            } else {
+                "signed"
+            };
+            println!(
+                "{}: {done} with {key} ({})",
+                signed.artifact, signed.signature
+            );
+            Ok(())
+        }
+        ("verify", [reference, key]) => {
+            let verified = signing::verify(reference, Path::new(key), transport)?;
+            println!(
+                "{}: signature verified with {key} ({} signature(s) in {})",
+                verified.artifact, verified.signatures, verified.signature
+            );
+            Ok(())
+        }
+        _ => Err(format!(
+            "usage: restage-gate-release {command} … (see the source header)"
+        )),
+    }
+}
+
+/// `make push` and `make annotated-policy.wasm` build the tool without signing, which is most
+/// of its build.
+#[cfg(not(feature = "signing"))]
+fn signing(command: &str, _: &[&str], _: Transport) -> Result<(), String> {
+    Err(format!(
+        "{command}: built without the `signing` feature; `make {command}` builds it with it"
+    ))
 }
 
 fn main() -> ExitCode {
