@@ -223,24 +223,20 @@ mod tests {
     use super::*;
     use restage_gate_e2e::workloads::cases;
 
-    fn committed(name: &str) -> String {
-        repository::generated(&repository::root(), DOC, name).expect("the block")
-    }
-
-    fn stale(name: &str, command: &str) -> String {
-        format!("{DOC}'s `{name}` block is not what `{command}` writes now (other cases or columns): run `{command}`")
+    /// The committed block `name` has the shape of `expected`, what `command` writes now.
+    fn assert_current(name: &str, command: &str, expected: &str) {
+        let committed = repository::generated(&repository::root(), DOC, name).expect("the block");
+        assert!(
+            shape(&committed) == shape(expected),
+            "{DOC}'s `{name}` block is not what `{command}` writes now (other cases or columns): run `{command}`"
+        );
     }
 
     #[test]
     fn the_wall_time_block_has_the_shape_make_bench_writes() {
         let cases = cases();
         let rows: Vec<_> = cases.iter().map(|c| (c, Timed::default())).collect();
-        let expected = wall_block("a machine", 301, &rows);
-        assert!(
-            shape(&committed(WALL)) == shape(&expected),
-            "{}",
-            stale(WALL, "make bench")
-        );
+        assert_current(WALL, "make bench", &wall_block("a machine", 301, &rows));
     }
 
     #[test]
@@ -251,11 +247,7 @@ mod tests {
             .map(|c| (c, Count::default(), Count::default()))
             .collect();
         let expected = instructions_block("a machine", 10, &rows);
-        assert!(
-            shape(&committed(INSTRUCTIONS)) == shape(&expected),
-            "{}",
-            stale(INSTRUCTIONS, "make bench-instructions")
-        );
+        assert_current(INSTRUCTIONS, "make bench-instructions", &expected);
     }
 
     #[test]
