@@ -105,15 +105,27 @@ pub fn decide<'a, 'p>(request: &Admission<'a, 'p>, settings: &Settings, now: Utc
     let roll_now = binding_only
         .then(|| workload.must_roll_now(&change))
         .flatten();
+    // The owner resumed a workload the policy does not hold (`kubectl rollout resume`): the
+    // binding change rolls with the owner's rollout.
+    let owner_resumes = !held
+        && workload.resume_releases()
+        && workload.stops_rollouts(workload.control(old))
+        && requests_rolling_control(request, workload);
     // A change the controller would roll out now, pod by pod.
     let would_restart = binding_only
+        && !owner_resumes
         && !workload.stops_rollouts(workload.control(object))
         && !workload.rollout_in_progress(old);
     let release = |because: String| release(request, workload, because);
 
     match settings.mode {
-        Mode::Reject if would_restart && window.is_none() => match roll_now {
-            Some(why) => Decision::RollNow { workload, why },
+        // A refused unbind would keep a template that mounts a secret being deleted, and the
+        // projector's unprojection would wait on it: only additions can be refused.
+        Mode::Reject if would_restart && window.is_none() => match change.removal() {
+            Some(what) => Decision::RollNow {
+                workload,
+                why: format!("{what}; not refused, new pods would mount a deleted secret"),
+            },
             None => reject(request, workload, &change, &settings.maintenance_windows),
         },
         Mode::Reject => Decision::Accept,

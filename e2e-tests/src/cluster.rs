@@ -13,6 +13,7 @@ use restage_gate_testkit::fixtures;
 use restage_gate_testkit::hold::{self, control_path};
 use restage_gate_testkit::korifi::{desired, runner_write};
 use restage_gate_testkit::kubectl;
+use restage_gate_testkit::pod::mounted_secrets;
 use restage_gate_testkit::projector::{project, unproject, Binding};
 use serde_json::{json, Value};
 
@@ -313,6 +314,13 @@ impl Cluster {
         let mut object = self.current();
         project(&mut object, binding);
         self.update("servicebinding reconciler", object)
+    }
+
+    /// A ServiceBinding created whose reconciler has not written the workload yet: the
+    /// projector's webhook folds it into the next write to the workload, whoever sends it.
+    pub fn bind_pending(&mut self, binding: &Binding) {
+        self.secrets.insert(binding.secret.clone());
+        self.live.insert(binding.uid.clone(), binding.clone());
     }
 
     /// `cf unbind-service`: the reconciler unprojects and the binding secret is deleted.
@@ -640,32 +648,6 @@ fn set_image(object: &mut Value, version: u32) {
         .to_string();
     object["spec"]["template"]["spec"]["containers"][0]["image"] =
         json!(format!("registry.example.com/apps/{name}:{version}"));
-}
-
-/// Secrets a template mounts (secret volumes and projected secret sources).
-fn mounted_secrets(template: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    for volume in template
-        .pointer("/spec/volumes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(s) = volume.pointer("/secret/secretName").and_then(Value::as_str) {
-            out.push(s.to_string());
-        }
-        for source in volume
-            .pointer("/projected/sources")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(s) = source.pointer("/secret/name").and_then(Value::as_str) {
-                out.push(s.to_string());
-            }
-        }
-    }
-    out
 }
 
 /// Binding directories mounted under `/bindings/` in the first container.

@@ -15,7 +15,9 @@ use restage_gate_evaluation::admission::Outcome;
 use restage_gate_evaluation::guest::Guest;
 use restage_gate_testkit::admission::{request, validation_request};
 use restage_gate_testkit::edit::with;
-use restage_gate_testkit::fixtures::{cache_binding, daemonset, deployment, orders_binding};
+use restage_gate_testkit::fixtures::{
+    self, cache_binding, daemonset, deployment, orders_binding, KINDS,
+};
 use restage_gate_testkit::hold::{
     annotation_path, control_path, default_control, held, held_control, label_path,
     remembered_annotation,
@@ -279,12 +281,15 @@ fn released_default(object: &Value, because: &str, text: &str, pending: &str) ->
     }
 }
 
-/// A Deployment change accepted unchanged that rolls now.
-fn rolling(why: &str) -> Expect {
+/// A change accepted unchanged that rolls now.
+fn rolling(object: &Value, why: &str) -> Expect {
     Expect {
         allowed: true,
         patch: vec![],
-        warning: Some(format!("restage-gate: Deployment rolls now: {why}")),
+        warning: Some(format!(
+            "restage-gate: {} rolls now: {why}",
+            kind_of(object)
+        )),
         audit: audit(&[("decision", "rolling"), ("reason", why)]),
         message: None,
     }
@@ -677,7 +682,7 @@ fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
         secret: "orders-db-secret-2".into(),
         ..orders_binding()
     };
-    let switched_why = "secret orders-db-secret no longer projected; a paused Deployment would start new pods from the old template";
+    let switched_why = "binding orders-db switched from secret orders-db-secret; a paused Deployment would start new pods from the old template";
     // a template-only overwrite by a controller that leaves `paused` alone
     let template_wipe = with(held_bound(), |o| {
         o["spec"]["template"] = deployment()["spec"]["template"].clone();
@@ -698,13 +703,12 @@ fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
         ("Deployment rollout resume while held", defer(), "UPDATE", held_bound(), resumed(held_bound()), released(&d, remove_markers("Deployment"), "rollout resumed", "+orders-db")),
         // a controller's full-spec write without `paused` unpauses it: a release too
         ("Deployment full-spec overwrite while held", defer(), "UPDATE", held_bound(), deployment(), released(&d, vec![], "rollout resumed", "+orders-db")),
-        ("Deployment unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders_binding()), rolling(unbound_why)),
+        ("Deployment unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders_binding()), rolling(&d, unbound_why)),
         ("Deployment unbind while held", defer(), "UPDATE", held_bound(), unbind(held_bound(), &orders_binding()), released(&d, release_patch("Deployment"), unbound_why, "+orders-db")),
-        ("Deployment binding secret switched", defer(), "UPDATE", bound(), bind(bound(), &rotated), rolling(switched_why)),
+        ("Deployment binding secret switched", defer(), "UPDATE", bound(), bind(bound(), &rotated), rolling(&d, switched_why)),
         ("Deployment bind during a rollout", defer(), "UPDATE", mid_rollout(), bind(mid_rollout(), &orders_binding()), plain()),
         ("Deployment bind while its owner paused it", defer(), "UPDATE", paused(deployment()), paused(bound()), plain()),
         ("Deployment reject mode bind", reject(), "UPDATE", deployment(), bound(), rejected(&d, "+orders-db")),
-        ("Deployment reject mode unbind", reject(), "UPDATE", bound(), unbind(bound(), &orders_binding()), rolling(unbound_why)),
     ];
     check(cases);
     let tampered = with(held_bound(), |o| {
@@ -719,6 +723,63 @@ fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
         released_default(&d, "restart or restage", "yes", "+orders-db"),
     )]);
     assert_eq!(held_control("Deployment"), json!(true));
+}
+
+/// Every kind in both modes: a change that removes a binding or switches the secret one
+/// projects is never refused (the kept template would mount a secret being deleted), a bind is;
+/// a plain `secret` volume of an extra prefix projects a binding secret too; and an owner's
+/// `kubectl rollout resume` of a Deployment the policy does not hold is never paused again.
+#[test]
+fn module_never_refuses_a_secret_removal_and_never_pauses_an_owners_resume() {
+    use restage_gate_testkit::secret_volume::{self, attach, detach, switch_secret};
+    let orders = orders_binding();
+    let switched = Binding {
+        secret: "orders-db-secret-2".into(),
+        ..orders_binding()
+    };
+    let not_refused = "not refused, new pods would mount a deleted secret";
+    let paused_why = "a paused Deployment would start new pods from the old template";
+    let extra = |mode| secret_volume::settings(mode);
+    let mut cases: Vec<Case<String>> = Vec::new();
+    for kind in KINDS {
+        let w = fixtures::unbound(kind);
+        let bound = || bind(fixtures::unbound(kind), &orders);
+        let ledger = || attach(fixtures::unbound(kind), "ledger", "ledger-secret");
+        let ledger_switched = || switch_secret(ledger(), "ledger", "ledger-secret-2");
+        let removed = format!("binding orders-db removed; {not_refused}");
+        let switched_away =
+            format!("binding orders-db switched from secret orders-db-secret; {not_refused}");
+        let ledger_away = "binding ledger switched from secret ledger-secret";
+        // defer mode: an `OnDelete` kind holds it, a Deployment rolls it now
+        let defer_switch = match kind {
+            "Deployment" => rolling(&w, &format!("{ledger_away}; {paused_why}")),
+            _ => first_hold(&w, "~ledger"),
+        };
+        #[rustfmt::skip]
+        cases.extend([
+            (format!("{kind} reject mode unbind"), reject(), "UPDATE", bound(), unbind(bound(), &orders), rolling(&w, &removed)),
+            (format!("{kind} reject mode secret switch"), reject(), "UPDATE", bound(), bind(bound(), &switched), rolling(&w, &switched_away)),
+            (format!("{kind} reject mode bind"), reject(), "UPDATE", w.clone(), bound(), rejected(&w, "+orders-db")),
+            (format!("{kind} extra-prefix secret volume bind"), extra("defer"), "UPDATE", w.clone(), ledger(), first_hold(&w, "+ledger")),
+            (format!("{kind} extra-prefix secret volume switch"), extra("defer"), "UPDATE", ledger(), ledger_switched(), defer_switch),
+            (format!("{kind} extra-prefix secret volume switch, reject mode"), extra("reject"), "UPDATE", ledger(), ledger_switched(), rolling(&w, &format!("{ledger_away}; {not_refused}"))),
+            (format!("{kind} extra-prefix secret volume unbind, reject mode"), extra("reject"), "UPDATE", ledger(), detach(ledger(), "ledger"), rolling(&w, &format!("binding ledger removed; {not_refused}"))),
+            (format!("{kind} extra-prefix secret volume bind, reject mode"), extra("reject"), "UPDATE", w.clone(), ledger(), rejected(&w, "+ledger")),
+        ]);
+    }
+    let d = deployment();
+    let paused = |o: Value| with(o, |o| o["spec"]["paused"] = json!(true));
+    let resumed = |o: Value| with(o, rollout_resume);
+    let bound = || bind(deployment(), &orders);
+    #[rustfmt::skip]
+    cases.extend([
+        ("Deployment owner's resume with a bind".to_string(), defer(), "UPDATE", paused(deployment()), resumed(paused(bound())), plain()),
+        ("Deployment owner's resume with a bind, reject mode".to_string(), reject(), "UPDATE", paused(deployment()), resumed(paused(bound())), plain()),
+        ("Deployment owner's resume with an unbind".to_string(), defer(), "UPDATE", paused(bound()), resumed(paused(deployment())), plain()),
+        ("Deployment bind while its owner keeps it paused".to_string(), defer(), "UPDATE", paused(deployment()), paused(bound()), plain()),
+        ("Deployment resume of a held Deployment".to_string(), defer(), "UPDATE", held(bound(), "+orders-db", SINCE), resumed(held(bound(), "+orders-db", SINCE)), released(&d, remove_markers("Deployment"), "rollout resumed", "+orders-db")),
+    ]);
+    check(cases);
 }
 
 #[test]

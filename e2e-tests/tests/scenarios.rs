@@ -472,6 +472,52 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
+            kinds: EVERY_KIND,
+            name: "reject mode: unbind one of two (accepted, rolls now), then {scale} and delete a pod",
+            run: |k, o| {
+                let mut c = app_with(k, o, Mode::Reject, json!({}));
+                for binding in [orders_db(), cache_binding()] {
+                    assert!(!c.bind(&binding), "a bind is refused");
+                }
+                assert!(restage(&mut c), "a restage carries the refused binds");
+                c.restarts = 0;
+                c.rollouts.clear();
+                let row = measure(
+                    &mut c,
+                    Some(&|c| {
+                        assert!(c.unbind(&orders_db()), "an unbind is never refused");
+                        assert!(c.scale(INSTANCES + 1));
+                        c.delete_pod(0);
+                    }),
+                );
+                assert_eq!(c.template_bindings(), ["cache"], "the removed binding is gone");
+                assert!(
+                    c.warnings.iter().any(|w| w.contains("not refused")),
+                    "{:?}",
+                    c.warnings
+                );
+                row
+            },
+        },
+        Scenario {
+            kinds: DEPLOYMENT,
+            name: "paused by its owner: a bind arrives with kubectl rollout resume (the owner's: rolls now)",
+            run: |k, o| {
+                let mut c = app(k, o);
+                assert!(c.merge_patch(&json!({"spec": {"paused": true}})));
+                c.bind_pending(&orders_db());
+                let row = measure(
+                    &mut c,
+                    Some(&|c| {
+                        assert!(c.rollout_resume());
+                    }),
+                );
+                assert!(!c.is_held(), "the owner's resume is not paused again");
+                assert_eq!(c.control(), json!(false));
+                row
+            },
+        },
+        Scenario {
             kinds: &[Kind::DaemonSet, Kind::Deployment],
             name: "reject mode: bind, then {deploy}",
             run: |k, o| {

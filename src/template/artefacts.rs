@@ -112,8 +112,8 @@ pub struct Artefacts<'a> {
     rules: &'a ArtefactRules,
     /// BTreeSets: a HashSet would seed its hasher from WASI randomness on every request.
     volumes: BTreeSet<&'a str>,
-    /// Named by the projector's `secret-<uid>` annotations and by the secret sources of binding
-    /// volumes (the VMware implementation records secrets only on the workload).
+    /// Named by the projector's `secret-<uid>` annotations and by the secrets binding volumes
+    /// read (the VMware implementation records secrets only on the workload).
     secrets: BTreeSet<&'a str>,
 }
 
@@ -130,7 +130,7 @@ impl<'a> Artefacts<'a> {
                 .extend(secret_annotations(rules, annotations(template)));
             for volume in binding_volumes(rules, template) {
                 artefacts.volumes.extend(name_of(volume));
-                artefacts.secrets.extend(projected_secrets(volume));
+                artefacts.secrets.extend(volume_secrets(volume));
             }
         }
         artefacts
@@ -210,7 +210,7 @@ impl<'a> Artefacts<'a> {
     ) -> BTreeSet<&'a str> {
         let mut secrets: BTreeSet<&str> = secret_annotations(self.rules, annotations).collect();
         let volumes = volumes.filter(|v| self.rules.is_binding_volume(*v));
-        secrets.extend(volumes.flat_map(projected_secrets));
+        secrets.extend(volumes.flat_map(volume_secrets));
         let env_secrets = env
             .filter(|e| self.is_env(*e))
             .filter_map(|e| at(e, &["valueFrom", "secretKeyRef", "name"])?.as_str());
@@ -300,10 +300,12 @@ fn secret_annotations<'a, T: Tree + 'a>(
         .filter_map(|(_, value)| value.as_str())
 }
 
-/// The secrets a projected volume reads.
-fn projected_secrets<T: Tree>(volume: &T) -> impl Iterator<Item = &str> {
+/// The secrets a binding volume reads, whatever its source kind: the secret sources of a
+/// `projected` volume, or a plain `secret` volume's `secretName` (an extra-prefix volume).
+fn volume_secrets<T: Tree>(volume: &T) -> impl Iterator<Item = &str> {
     items(at(volume, &["projected", "sources"]))
         .filter_map(|source| at(source, &["secret", "name"])?.as_str())
+        .chain(at(volume, &["secret", "secretName"]).and_then(T::as_str))
 }
 
 /// The root a container declares as a plain value, the projector's or the app's own.

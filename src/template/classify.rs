@@ -48,6 +48,30 @@ pub struct Change {
     pub dropped_secrets: Vec<String>,
 }
 
+impl Change {
+    /// What this change takes away that a pod may still mount: a binding removed, or a secret
+    /// no longer projected (the unbind deletes it). `None` when it only adds or changes
+    /// bindings within the secrets they already project.
+    pub fn removal(&self) -> Option<String> {
+        if !self.delta.removed.is_empty() {
+            Some(format!("binding {} removed", self.delta.removed.join(", ")))
+        } else if self.dropped_secrets.is_empty() {
+            None
+        } else if self.delta.changed.is_empty() {
+            Some(format!(
+                "secret {} no longer projected",
+                self.dropped_secrets.join(", ")
+            ))
+        } else {
+            Some(format!(
+                "binding {} switched from secret {}",
+                self.delta.changed.join(", "),
+                self.dropped_secrets.join(", ")
+            ))
+        }
+    }
+}
+
 fn unchanged(kind: ChangeKind) -> Change {
     Change {
         kind,

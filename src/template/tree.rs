@@ -371,10 +371,12 @@ enum Place {
     /// A list binding recognition reads: its elements are read when asked for.
     Elements(Element),
     /// An element, read as deep as recognition looks (`artefacts.rs`): a volume's name and
-    /// the secrets its projected sources name; an env var's name, value and the secret or
+    /// the secrets its projected or plain secret source names; an env var's name, value and the secret or
     /// annotation it is mapped from; a mount's name and path. The rest of it stays raw.
     Volume,
     Projected,
+    /// A plain `secret` volume source, whose `secretName` is read.
+    SecretVolume,
     /// `projected.sources`, and one of them.
     Sources,
     Source,
@@ -407,6 +409,8 @@ impl Place {
             Place::Container if is("volumeMounts") => Place::Elements(Element::Mount),
             Place::Volume | Place::Named if is("name") => Place::Whole,
             Place::Volume if is("projected") => Place::Projected,
+            Place::Volume if is("secret") => Place::SecretVolume,
+            Place::SecretVolume if is("secretName") => Place::Whole,
             Place::Projected if is("sources") => Place::Sources,
             Place::Source if is("secret") => Place::Named,
             Place::Env if is("name") || is("value") => Place::Whole,

@@ -4,7 +4,9 @@
 
 use serde_json::{json, Value};
 
-use restage_gate_testkit::fixtures::{cache_binding, daemonset, deployment, orders_binding};
+use restage_gate_testkit::fixtures::{
+    cache_binding, daemonset, deployment, orders_binding, unbound, KINDS,
+};
 use restage_gate_testkit::hold::marker_paths;
 use restage_gate_testkit::projector::{bind, unbind, Binding};
 
@@ -362,4 +364,223 @@ fn declared(status: &Value, read: crate::workload::StatusRead) -> Value {
         out.insert(key.to_string(), value);
     }
     Value::Object(out)
+}
+
+/// The settings of each mode.
+fn mode(mode: &str) -> Value {
+    json!({ "mode": mode })
+}
+
+/// A request's one warning.
+fn warning_of(r: &kubewarden_policy_sdk::response::ValidationResponse) -> String {
+    r.warnings
+        .iter()
+        .flatten()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The promise in every mode and kind: a binding change that removes a binding, or changes the
+/// secret one projects, never leaves a template that mounts the removed secret. Defer mode
+/// holds it where a recreated pod takes the current template (`OnDelete`) and rolls it now on
+/// a Deployment; reject mode never refuses it; a bind is still refused.
+#[test]
+fn unbinds_and_secret_switches_are_never_refused_and_never_paused_in_every_kind() {
+    use Expect::*;
+    let orders = orders_binding();
+    let switched = Binding {
+        secret: "orders-db-secret-2".into(),
+        ..orders_binding()
+    };
+    for kind in KINDS {
+        let bound = || bind(unbound(kind), &orders);
+        let unbind_request = || update(bound(), unbind(bound(), &orders));
+        let switch_request = || update(bound(), bind(bound(), &switched));
+        let held_when_defer = || match kind {
+            "Deployment" => Noted("rolling"),
+            _ => Mutated("held", hold_paths(kind)),
+        };
+        let cases: Vec<(&str, Request, Expect)> = vec![
+            ("defer unbind", unbind_request(), held_when_defer()),
+            ("defer secret switch", switch_request(), held_when_defer()),
+            (
+                "reject unbind",
+                unbind_request().settings(mode("reject")),
+                Noted("rolling"),
+            ),
+            (
+                "reject secret switch",
+                switch_request().settings(mode("reject")),
+                Noted("rolling"),
+            ),
+            (
+                "reject bind",
+                update(unbound(kind), bound()).settings(mode("reject")),
+                Rejected,
+            ),
+        ];
+        for (name, request, expect) in cases {
+            let refusal_avoided = name.starts_with("reject u") || name.starts_with("reject s");
+            let r = check(&format!("{kind} {name}"), &request, expect);
+            if refusal_avoided {
+                let warning = warning_of(&r);
+                assert!(
+                    warning.contains(kind) && warning.contains("orders-db"),
+                    "{kind} {name}: {warning}"
+                );
+                let reason = &r.audit_annotations.expect("audit")["reason"];
+                assert!(reason.contains("not refused"), "{kind} {name}: {reason}");
+            }
+        }
+    }
+}
+
+/// `kubectl rollout resume` of a Deployment restage-gate does not hold is the owner's change,
+/// in either mode: the binding the projector folded into the same request rolls with it. On a
+/// held Deployment the same request is a release.
+#[test]
+fn an_owners_resume_is_never_paused_again() {
+    use Expect::*;
+    let orders = orders_binding();
+    let paused = |d: Value| with(d, |d| d["spec"]["paused"] = json!(true));
+    let resumed = |d: Value| with(d, |d| d["spec"]["paused"] = json!(false));
+    let unpaused = |d: Value| {
+        with(d, |d| {
+            d["spec"].as_object_mut().expect("spec").remove("paused");
+        })
+    };
+    let owner_paused = || paused(deployment());
+    let held_bound = || held(bind(deployment(), &orders), "+orders-db");
+    let cases: Vec<(&str, Request, Expect)> = vec![
+        (
+            "defer resume with a bind",
+            update(owner_paused(), resumed(bind(deployment(), &orders))),
+            Plain,
+        ),
+        (
+            "defer resume by dropping paused, with a bind",
+            update(owner_paused(), unpaused(bind(deployment(), &orders))),
+            Plain,
+        ),
+        (
+            "reject resume with a bind",
+            update(owner_paused(), resumed(bind(deployment(), &orders))).settings(mode("reject")),
+            Plain,
+        ),
+        (
+            "defer bind while still paused",
+            update(owner_paused(), paused(bind(deployment(), &orders))),
+            Plain,
+        ),
+        (
+            "defer bind on a running Deployment",
+            update(deployment(), bind(deployment(), &orders)),
+            Mutated("held", hold_paths("Deployment")),
+        ),
+        (
+            "defer resume of a held Deployment with another bind",
+            update(held_bound(), resumed(bind(held_bound(), &cache_binding()))),
+            Mutated("released", marker_paths("Deployment")),
+        ),
+    ];
+    for (name, request, expect) in cases {
+        check(&format!("Deployment {name}"), &request, expect);
+    }
+}
+
+/// A volume recognised through `extraVolumePrefixes` is a binding volume whatever its source,
+/// so the secret of a plain `secret` volume is a binding secret: switching it removes a secret
+/// from the template, in every kind and mode, as an unbind does.
+#[test]
+fn an_extra_prefix_secret_volume_switching_its_secret_is_a_secret_removal() {
+    use restage_gate_testkit::secret_volume::{attach, settings, switch_secret};
+    use Expect::*;
+    for kind in KINDS {
+        let bound = || attach(unbound(kind), "ledger", "ledger-secret");
+        let switched = || switch_secret(bound(), "ledger", "ledger-secret-2");
+        let held_bound = || held(bound(), "+ledger");
+        let defer = match kind {
+            "Deployment" => Noted("rolling"),
+            _ => Mutated("held", hold_paths(kind)),
+        };
+        let held_defer = match kind {
+            "Deployment" => Mutated("released", hold_paths(kind)),
+            // `+ledger` switched is still `+ledger`: the markers stay as they are.
+            _ => Noted("held"),
+        };
+        let cases: Vec<(&str, Request, Expect)> = vec![
+            (
+                "bind",
+                update(unbound(kind), bound()).settings(settings("defer")),
+                Mutated("held", hold_paths(kind)),
+            ),
+            (
+                "switch",
+                update(bound(), switched()).settings(settings("defer")),
+                defer,
+            ),
+            (
+                "switch while held",
+                update(
+                    held_bound(),
+                    switch_secret(held_bound(), "ledger", "ledger-secret-2"),
+                )
+                .settings(settings("defer")),
+                held_defer,
+            ),
+            (
+                "reject switch",
+                update(bound(), switched()).settings(settings("reject")),
+                Noted("rolling"),
+            ),
+            (
+                "reject unbind",
+                update(bound(), unbound(kind)).settings(settings("reject")),
+                Noted("rolling"),
+            ),
+            (
+                "reject bind",
+                update(unbound(kind), bound()).settings(settings("reject")),
+                Rejected,
+            ),
+        ];
+        for (name, request, expect) in cases {
+            let r = check(&format!("{kind} {name}"), &request, expect);
+            if name == "reject switch" || (kind == "Deployment" && name == "switch") {
+                let warning = warning_of(&r);
+                assert!(
+                    warning.contains("ledger-secret"),
+                    "{kind} {name}: {warning}"
+                );
+            }
+        }
+    }
+}
+
+/// Only a Deployment has a resume: a StatefulSet or DaemonSet whose owner switches its own
+/// `OnDelete` back to `RollingUpdate` along with a binding change is held, and the hold
+/// remembers the owner's new strategy for the release to restore.
+#[test]
+fn an_owners_switch_back_to_rolling_update_is_held_remembering_it() {
+    use crate::markers::ORIGINAL_STRATEGY_ANNOTATION;
+    for kind in KINDS.into_iter().filter(|k| *k != "Deployment") {
+        let on_delete = with(unbound(kind), |o| {
+            o["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
+        });
+        let rolling = bind(unbound(kind), &orders_binding());
+        let r = update(on_delete, rolling.clone()).run();
+        let held = r.mutated_object.expect("held");
+        assert_eq!(
+            held["spec"]["updateStrategy"],
+            json!({"type": "OnDelete"}),
+            "{kind}"
+        );
+        let remembered = annotation(&held, ORIGINAL_STRATEGY_ANNOTATION).expect("remembered");
+        assert_eq!(
+            serde_json::from_str::<Value>(remembered).ok().as_ref(),
+            Some(&rolling["spec"]["updateStrategy"]),
+            "{kind}"
+        );
+    }
 }

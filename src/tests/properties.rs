@@ -1,8 +1,9 @@
-//! Properties over generated StatefulSets: mutations stay confined to the strategy and the
-//! policy's own markers, evaluating the output again changes nothing, release restores what was
-//! remembered, binding artefacts are recognised both ways, any other template change is a
-//! restage, the object written from the request's raw members is the tree-based edit, and
-//! templates compared as raw JSON classify as whole trees do.
+//! Properties over generated StatefulSets and Deployments: mutations stay confined to the
+//! control and the policy's own markers, evaluating the output again changes nothing, release
+//! restores what was remembered, binding artefacts are recognised both ways, any other template
+//! change is a restage, no change that stops mounting a secret is refused or left paused, an
+//! owner's resume is never paused again, the object written from the request's raw members is
+//! the tree-based edit, and templates compared as raw JSON classify as whole trees do.
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -11,9 +12,11 @@ use restage_gate_testkit::admission::{
     member_text, mutated_object_text, repeated_key, request, validation_request,
 };
 use restage_gate_testkit::fixtures::fixture;
-use restage_gate_testkit::hold::{held_remembering, is_marker};
+use restage_gate_testkit::hold::{held_remembering, is_marker, kind_of};
 use restage_gate_testkit::korifi::with_managed_fields;
+use restage_gate_testkit::pod::mounted_secrets;
 use restage_gate_testkit::projector::{project, unproject, Binding};
+use restage_gate_testkit::secret_volume;
 
 use super::{changed_paths, EARLIER, NOW};
 use crate::evaluate;
@@ -92,6 +95,59 @@ prop_compose! {
         }
         app
     }
+}
+
+/// A generated app as a StatefulSet or as a Deployment (which has `paused` where a
+/// StatefulSet has its strategy).
+fn workload() -> impl Strategy<Value = Value> {
+    (app(), any::<bool>()).prop_map(|(mut app, deployment)| {
+        if deployment {
+            app["kind"] = json!("Deployment");
+            if let Some(spec) = app["spec"].as_object_mut() {
+                spec.remove("updateStrategy");
+            }
+        }
+        app
+    })
+}
+
+/// The control a hold of `app` replaces, as the API server has it.
+fn control_of(app: &Value) -> Value {
+    match kind_of(app) {
+        "Deployment" => app["spec"].get("paused").cloned().unwrap_or(json!(false)),
+        _ => app["spec"]["updateStrategy"].clone(),
+    }
+}
+
+/// A binding mounted as a plain `secret` volume, recognised by the settings' extra prefix.
+#[derive(Debug, Clone, Copy)]
+enum SecretVolume {
+    Kept,
+    Added,
+    Removed,
+    Switched,
+}
+
+fn secret_volume_change() -> impl Strategy<Value = Option<SecretVolume>> {
+    prop::option::of(prop_oneof![
+        Just(SecretVolume::Kept),
+        Just(SecretVolume::Added),
+        Just(SecretVolume::Removed),
+        Just(SecretVolume::Switched),
+    ])
+}
+
+/// The artefact rules of `settings`: the built-in ones and the extra volume prefix.
+fn extra_rules() -> ArtefactRules {
+    ArtefactRules {
+        extra_volume_prefixes: vec![secret_volume::PREFIX.into()],
+        ..ArtefactRules::default()
+    }
+}
+
+/// The settings every generated request is evaluated with: the default mode, or reject.
+fn settings(reject: bool) -> Value {
+    secret_volume::settings(if reject { "reject" } else { "defer" })
 }
 
 fn binding(i: u8, rotated: bool) -> Binding {
@@ -197,7 +253,12 @@ fn payload(old: &Value, new: &Value) -> Vec<u8> {
 
 /// The payload, compact or pretty-printed.
 fn spaced_payload(old: &Value, new: &Value, pretty: bool) -> Vec<u8> {
-    let request = validation_request(&json!({}), &request("UPDATE", old, new));
+    payload_in(old, new, pretty, false)
+}
+
+/// The payload in defer or reject mode, compact or pretty-printed.
+fn payload_in(old: &Value, new: &Value, pretty: bool, reject: bool) -> Vec<u8> {
+    let request = validation_request(&settings(reject), &request("UPDATE", old, new));
     let text = if pretty {
         serde_json::to_vec_pretty(&request)
     } else {
@@ -222,7 +283,7 @@ fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
         &Admission {
             operation: "UPDATE",
             group: "apps",
-            kind: "StatefulSet",
+            kind: kind_of(new),
             sub_resource: "",
             namespace: "space",
             name: "app",
@@ -231,7 +292,7 @@ fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
             template: object.template(),
             old_template: old_object.template(),
         },
-        &Settings::from_value(&json!({})).expect("default settings"),
+        &Settings::from_value(&settings(false)).expect("valid settings"),
         NOW,
     );
     let mut tree = new.clone();
@@ -245,7 +306,7 @@ fn held(sts: Value, strategy: &Value) -> Value {
     held_remembering(sts, strategy, "+svc-1", EARLIER)
 }
 
-/// The strategy, a marker, or a label/annotation map the request lacked that now holds only
+/// The control (`updateStrategy`, `paused`), a marker, or a label/annotation map the request lacked that now holds only
 /// markers.
 fn allowed_change(path: &str, request: &Value, out: &Value) -> bool {
     let only_markers = |p: &str| {
@@ -262,39 +323,69 @@ fn allowed_change(path: &str, request: &Value, out: &Value) -> bool {
                 .is_some_and(|key| is_marker(&key.replace("~1", "/").replace("~0", "~")))
         });
     path.starts_with("/spec/updateStrategy")
+        || path == "/spec/paused"
         || marker
         || (matches!(path, "/metadata/labels" | "/metadata/annotations") && only_markers(path))
 }
 
-/// An old/new pair as the platform writes them: bindings before and after (maybe rotated),
-/// maybe an app change, maybe held, maybe a runner-style wipe.
+/// An old/new pair as the platform writes them: bindings before and after (maybe rotated), a
+/// plain secret volume of the extra prefix kept, added, removed or switched, maybe an app
+/// change, maybe held, maybe a runner-style wipe, maybe its owner resuming it.
 fn pair() -> impl Strategy<Value = (Value, Value)> {
     (
-        app(),
+        (workload(), secret_volume_change()),
         prop::collection::vec(0u8..4, 0..3),
         prop::collection::vec(0u8..4, 0..3),
         any::<bool>(),
         prop::option::of(edit()),
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(base, before, after, rotated, edit, is_held, wipe)| {
-            let old = with_bindings(base.clone(), &before, false);
-            let old = if is_held {
-                held(old, &base["spec"]["updateStrategy"])
-            } else {
-                old
-            };
-            let mut new = if wipe {
-                base
-            } else {
-                with_bindings(old.clone(), &after, rotated)
-            };
-            if let Some(e) = &edit {
-                apply_edit(&mut new, e);
-            }
-            (old, new)
-        })
+        .prop_map(
+            |((base, volume), before, after, rotated, edit, is_held, wipe, resume)| {
+                use secret_volume::{attach, detach, switch_secret};
+                let mut old = with_bindings(base.clone(), &before, false);
+                // A controller's overwrite of a held template whose only artefacts are such
+                // volumes reads, evaluated again, as their unbind (docs: known limits).
+                let overwrite_of_volumes_only = wipe && before.is_empty();
+                if let Some(SecretVolume::Kept | SecretVolume::Removed | SecretVolume::Switched) =
+                    volume.filter(|_| !overwrite_of_volumes_only)
+                {
+                    old = attach(old, "ledger", "ledger-secret");
+                }
+                let mut old = if is_held {
+                    held(old, &control_of(&base))
+                } else {
+                    old
+                };
+                if resume && !is_held {
+                    // paused by its owner
+                    old["spec"]["paused"] = json!(true);
+                }
+                let mut new = if wipe {
+                    base
+                } else {
+                    with_bindings(old.clone(), &after, rotated)
+                };
+                new = match volume {
+                    Some(SecretVolume::Added) if !wipe => attach(new, "ledger", "ledger-secret"),
+                    Some(SecretVolume::Removed) if !wipe => detach(new, "ledger"),
+                    Some(SecretVolume::Switched) if !wipe => {
+                        switch_secret(new, "ledger", "ledger-secret-2")
+                    }
+                    _ => new,
+                };
+                if resume {
+                    // `kubectl rollout resume`
+                    new["spec"]["paused"] = json!(false);
+                }
+                if let Some(e) = &edit {
+                    apply_edit(&mut new, e);
+                }
+                (old, new)
+            },
+        )
 }
 
 /// Where an insertion goes: a list of the template (volumes; env or mounts of the container at
@@ -376,6 +467,7 @@ fn insert(template: &mut Value, insertion: &Insertion) {
                 json!({"name": "servicebinding-not-a-uid", "projected": {"sources": []}}),
                 json!({"name": format!("binding-{}", "ab".repeat(20)), "projected": {"sources": [{"secret": {"name": "vm-secret"}}]}}),
                 json!({"name": "cache", "emptyDir": {}}),
+                json!({"name": format!("{}audit", secret_volume::PREFIX), "secret": {"secretName": new.secret}}),
             ];
             let element = pick(pool, &volumes);
             into(&mut volumes, element);
@@ -408,6 +500,7 @@ fn insert(template: &mut Value, insertion: &Insertion) {
                 json!({"name": new.volume_name(), "mountPath": "/bindings/svc-5"}),
                 json!({"name": new.volume_name(), "mountPath": "/bindings/a/b"}),
                 json!({"name": old.volume_name(), "mountPath": "/bindings/renamed"}),
+                json!({"name": format!("{}audit", secret_volume::PREFIX), "mountPath": "/acme/audit"}),
                 json!({"name": "cache", "mountPath": "/cache"}),
             ];
             let element = pick(pool, &mounts);
@@ -452,6 +545,7 @@ fn template_like() -> impl Strategy<Value = String> {
         "projected",
         "sources",
         "secret",
+        "secretName",
         "value",
         "valueFrom",
         "secretKeyRef",
@@ -508,6 +602,43 @@ proptest! {
         // Held and released objects, not only first holds.
         if let Some(out) = want {
             prop_assert_eq!(mutated(&out, &new), tree_edited(&out, &new));
+        }
+    }
+
+    /// A pod created from a template that mounts a deleted secret hangs, so a change that stops
+    /// mounting one (an unbind, a switched secret) is never refused, and defer mode never leaves
+    /// a Deployment paused on the old template. A held workload whose request dropped the markers
+    /// is a controller's overwrite (the projector restores the bindings): not such a change.
+    #[test]
+    fn a_change_that_stops_mounting_a_secret_is_never_refused_nor_left_paused(
+        (old, new) in pair(),
+        reject in any::<bool>(),
+    ) {
+        let mounted = |o: &Value| mounted_secrets(&o["spec"]["template"]);
+        let kept = mounted(&new);
+        let stops = mounted(&old).iter().any(|s| !kept.contains(s));
+        let overwritten = markers::is_held(&old) && !markers::is_held(&new);
+        if stops && !overwritten {
+            let r = evaluate(&payload_in(&old, &new, false, reject), NOW);
+            prop_assert!(r.accepted, "refused: {:?}", r.message);
+            // Reject mode never mutates: it neither holds nor releases.
+            let out = r.mutated_object.unwrap_or(new);
+            if !reject && kind_of(&out) == "Deployment" {
+                prop_assert_ne!(&out["spec"]["paused"], &json!(true));
+            }
+        }
+    }
+
+    /// `kubectl rollout resume` of a Deployment the policy does not hold is its owner's change,
+    /// in either mode: accepted, and not paused again.
+    #[test]
+    fn an_owners_resume_is_never_paused_again((old, new) in pair(), reject in any::<bool>()) {
+        let resumed = old["spec"]["paused"] == json!(true) && new["spec"]["paused"] != json!(true);
+        if kind_of(&old) == "Deployment" && resumed && !markers::is_held(&old) {
+            let r = evaluate(&payload_in(&old, &new, false, reject), NOW);
+            prop_assert!(r.accepted, "refused: {:?}", r.message);
+            let out = r.mutated_object.unwrap_or(new);
+            prop_assert_ne!(&out["spec"]["paused"], &json!(true));
         }
     }
 
@@ -569,7 +700,7 @@ proptest! {
     #[test]
     fn templates_compared_as_raw_json_classify_as_whole_trees((old, new) in pair(), pretty in any::<bool>()) {
         // Pretty-printed, every member's text differs while the JSON does not.
-        let rules = ArtefactRules::default();
+        let rules = extra_rules();
         let (a, b) = (&old["spec"]["template"], &new["spec"]["template"]);
         let text = |v: &Value, pretty: bool| {
             let text = if pretty { serde_json::to_string_pretty(v) } else { serde_json::to_string(v) };
@@ -590,7 +721,7 @@ proptest! {
         for i in &insertions {
             insert(&mut new, i);
         }
-        let rules = ArtefactRules::default();
+        let rules = extra_rules();
         let (a_text, b_text) = (old.to_string(), new.to_string());
         let read = |t| Node::template(t).expect("JSON");
         prop_assert_eq!(compare(&read(&a_text), &read(&b_text), &rules), classify(&old, &new, &rules));
@@ -600,7 +731,7 @@ proptest! {
 
     #[test]
     fn templates_of_any_shape_classify_as_whole_trees(old in template_like(), new in template_like()) {
-        let rules = ArtefactRules::default();
+        let rules = extra_rules();
         let read = |t| Node::template(t).expect("JSON");
         let tree = |t: &str| serde_json::from_str::<Value>(t).expect("JSON");
         prop_assert_eq!(

@@ -67,20 +67,9 @@ impl Workload for Deployment {
     }
 
     fn must_roll_now(&self, change: &Change) -> Option<String> {
-        if change.dropped_secrets.is_empty() && change.delta.removed.is_empty() {
-            return None;
-        }
-        let what = if change.delta.removed.is_empty() {
-            format!(
-                "secret {} no longer projected",
-                change.dropped_secrets.join(", ")
-            )
-        } else {
-            format!("binding {} removed", change.delta.removed.join(", "))
-        };
-        Some(format!(
-            "{what}; a paused Deployment would start new pods from the old template"
-        ))
+        change.removal().map(|what| {
+            format!("{what}; a paused Deployment would start new pods from the old template")
+        })
     }
 
     fn resume_releases(&self) -> bool {

@@ -51,6 +51,9 @@ pub fn cache_binding() -> Binding {
     )
 }
 
+/// Every kind the policy holds, each with an unbound fixture (`unbound`).
+pub const KINDS: [&str; 3] = ["StatefulSet", "DaemonSet", "Deployment"];
+
 /// The unbound workload of a kind the policy holds: Korifi's StatefulSet, the DaemonSet, the
 /// Deployment.
 pub fn unbound(kind: &str) -> Value {

@@ -14,4 +14,6 @@ pub mod hold;
 pub mod korifi;
 pub mod kubectl;
 pub mod lookalike;
+pub mod pod;
 pub mod projector;
+pub mod secret_volume;
