@@ -12,8 +12,9 @@ KWCTL       ?= kwctl
 TARGET_DIR  := $(or $(CARGO_TARGET_DIR),target)
 WASM        := $(TARGET_DIR)/$(TARGET)/release/restage_gate.wasm
 SOURCES     := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
-DEMO        := $(CARGO) run --locked --quiet --profile demo -p restage-gate-demo
-RELEASE     := $(CARGO) run --locked --quiet -p restage-gate-e2e --bin restage-gate-release --
+DEMO        := $(CARGO) run --locked --quiet --profile tools -p restage-gate-demo
+RELEASE     := $(CARGO) run --locked --quiet --profile tools -p restage-gate-release --no-default-features --
+SIGNING     := $(CARGO) run --locked --quiet --profile tools -p restage-gate-release --
 VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 # make push REGISTRY=host:port/path pushes $(REGISTRY)/restage-gate:v$(VERSION)
 REGISTRY    ?=
@@ -21,7 +22,7 @@ IMAGE        = $(REGISTRY)/restage-gate:v$(VERSION)
 # The e2e suites evaluate this module.
 export RESTAGE_GATE_WASM := $(CURDIR)/policy.wasm
 
-.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions profile-functions fuzz fuzz-smoke keys sign verify release-tool
+.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions profile-functions fuzz fuzz-smoke keys sign verify release-tool signing-tool
 
 all: policy.wasm
 
@@ -47,17 +48,29 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 	  $(RELEASE) annotate policy.wasm metadata.yml README.md annotated-policy.wasm; \
 	fi
 
-# restage-gate-release (annotate, push, pull, keys, sign, verify, artifacthub) shares the e2e
-# crate with the wasmtime host it reads the module's protocol version with.
+# restage-gate-release (tools/release: annotate, push, pull, artifacthub, and with its `signing`
+# feature keys, sign, verify): no wasm runtime, built with the quick `tools` profile.
 release-tool:
-	@echo "== building restage-gate-release (with the wasmtime host: about 25 minutes on 2 cores the first time)"
-	@$(CARGO) build --locked --quiet -p restage-gate-e2e --bin restage-gate-release
+	@echo "== building restage-gate-release, the release tool (a minute or two on 2 cores the first time)"
+	@$(CARGO) build --locked --quiet --profile tools -p restage-gate-release --no-default-features
 
+signing-tool:
+	@echo "== building restage-gate-release with signing (a few minutes on 2 cores the first time)"
+	@$(CARGO) build --locked --quiet --profile tools -p restage-gate-release
+
+# kwctl push when kwctl is installed, the project's own tool otherwise; either way the last
+# line is the immutable reference REGISTRY/restage-gate@sha256:….
 push: annotated-policy.wasm
 	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=host:port/path (pushes REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
-	@$(MAKE) --no-print-directory release-tool
-	$(RELEASE) check-versions
-	$(RELEASE) push annotated-policy.wasm $(IMAGE)
+	@if command -v $(KWCTL) >/dev/null; then \
+	  echo "$(KWCTL) push annotated-policy.wasm registry://$(IMAGE)"; \
+	  $(KWCTL) push -o json annotated-policy.wasm registry://$(IMAGE) | \
+	    sed -n 's|.*"immutable_ref": *"\(registry://\)\{0,1\}\([^"]*\)".*|\2|p'; \
+	else \
+	  $(MAKE) --no-print-directory release-tool; \
+	  $(RELEASE) check-versions; \
+	  $(RELEASE) push annotated-policy.wasm $(IMAGE); \
+	fi
 
 pull:
 	@test -n "$(REGISTRY)" || { echo "usage: make pull REGISTRY=host:port/path (pulls REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
@@ -71,36 +84,36 @@ COSIGN_PUBLIC_KEY ?=
 
 keys:
 	@test -n "$(KEY_DIR)" || { echo "usage: COSIGN_PASSWORD=… make keys KEY_DIR=DIR (writes DIR/cosign.key, encrypted with COSIGN_PASSWORD, and DIR/cosign.pub)"; exit 1; }
-	@$(MAKE) --no-print-directory release-tool
-	$(RELEASE) keys $(KEY_DIR)
+	@$(MAKE) --no-print-directory signing-tool
+	$(SIGNING) keys $(KEY_DIR)
 
 sign:
 	@test -n "$(REGISTRY)" -a -n "$(COSIGN_KEY)" || { echo "usage: COSIGN_PASSWORD=… make sign REGISTRY=host:port/path COSIGN_KEY=cosign.key (signs REGISTRY/restage-gate:v$(VERSION), by digest)"; exit 1; }
-	@$(MAKE) --no-print-directory release-tool
-	$(RELEASE) sign $(IMAGE) $(COSIGN_KEY)
+	@$(MAKE) --no-print-directory signing-tool
+	$(SIGNING) sign $(IMAGE) $(COSIGN_KEY)
 
 verify:
 	@test -n "$(REGISTRY)" -a -n "$(COSIGN_PUBLIC_KEY)" || { echo "usage: make verify REGISTRY=host:port/path COSIGN_PUBLIC_KEY=cosign.pub (checks REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
-	@$(MAKE) --no-print-directory release-tool
-	$(RELEASE) verify $(IMAGE) $(COSIGN_PUBLIC_KEY)
+	@$(MAKE) --no-print-directory signing-tool
+	$(SIGNING) verify $(IMAGE) $(COSIGN_PUBLIC_KEY)
 
 artifacthub-pkg.yml: metadata.yml questions-ui.yml Cargo.toml | release-tool
-	$(RELEASE) artifacthub metadata.yml questions-ui.yml artifacthub-pkg.yml > artifacthub-pkg.yml.new
+	$(RELEASE) artifacthub metadata.yml questions-ui.yml "$$(date -u +%Y-%m-%dT%H:%M:%SZ)" artifacthub-pkg.yml > artifacthub-pkg.yml.new
 	mv artifacthub-pkg.yml.new artifacthub-pkg.yml
 
 # Each bundled request explained, then decided. kwctl evaluates when it is installed, so no wasm
 # host is built; otherwise restage-gate-demo's waPC host on the wasmi interpreter does. Built with
-# the unoptimised `demo` profile it is ready in under a minute where wasmtime takes about 25;
+# the unoptimised `tools` profile it is ready in under a minute where wasmtime takes about 25;
 # `make test` checks that the two hosts answer alike.
 demo: policy.wasm
 	@if command -v $(KWCTL) >/dev/null; then \
 	  $(MAKE) --no-print-directory annotated-policy.wasm; \
 	  echo "== building restage-gate-demo without a wasm host: $(KWCTL) evaluates (about 15 s the first time)"; \
-	  $(CARGO) build --locked --profile demo -p restage-gate-demo --no-default-features; \
+	  $(CARGO) build --locked --profile tools -p restage-gate-demo --no-default-features; \
 	  $(DEMO) --no-default-features -- --kwctl $(KWCTL) annotated-policy.wasm e2e-tests/requests; \
 	else \
 	  echo "== $(KWCTL) is not installed: building restage-gate-demo, a waPC host on the wasmi interpreter (under a minute the first time)"; \
-	  $(CARGO) build --locked --profile demo -p restage-gate-demo; \
+	  $(CARGO) build --locked --profile tools -p restage-gate-demo; \
 	  $(DEMO) -- policy.wasm e2e-tests/requests; \
 	fi
 
@@ -117,16 +130,18 @@ size-check: policy.wasm
 	echo "policy.wasm: $$size bytes (budget $(SIZE_BUDGET))"; \
 	[ "$$size" -le $(SIZE_BUDGET) ] || { echo "policy.wasm exceeds 1 MiB: find what grew it (cargo bloat, twiggy)"; exit 1; }
 
-# restage-gate against the parse-only floor, then the native criterion benches.
+# restage-gate against the parse-only floor (its table written into docs/performance.md), then
+# the native criterion benches.
 bench: policy.wasm annotated-policy.wasm floor
 	@echo "policy.wasm: $$(stat -c %s policy.wasm) bytes, annotated-policy.wasm: $$(stat -c %s annotated-policy.wasm) bytes"
-	$(CARGO) bench --locked --profile dev -p restage-gate-e2e --bench evaluate
-	$(CARGO) bench --locked --profile dev -p restage-gate-e2e --bench native
+	$(CARGO) bench --locked --profile dev -p restage-gate-bench --bench evaluate
+	$(CARGO) bench --locked --profile dev -p restage-gate-bench --bench native
 
 # The same cases counted in instructions per call (callgrind): repeatable where wall time is not.
+# Its tables go into docs/performance.md.
 bench-instructions: policy.wasm floor
 	@command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind"; exit 1; }
-	$(CARGO) run --locked --profile dev -p restage-gate-e2e --example instructions
+	$(CARGO) run --locked --profile dev -p restage-gate-bench --bin instructions
 
 # Where the guest's instructions go, by wasm function, on one case of `make bench` (CASE counts
 # its table's rows from 0): exclusive instructions per call, from callgrind and wasmtime's perf map.
@@ -137,7 +152,7 @@ profile-functions: | wasm-target
 	@command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind"; exit 1; }
 	@echo "== building the module with its function names kept (cargo profile 'profiling', v0 symbol names)"
 	RUSTFLAGS="$${RUSTFLAGS:+$$RUSTFLAGS }-C symbol-mangling-version=v0" $(CARGO) build --locked --profile profiling --target $(TARGET) -p restage-gate
-	$(CARGO) run --locked --profile dev -p restage-gate-e2e --example functions -- $(TARGET_DIR)/$(TARGET)/profiling/restage_gate.wasm $(CASE)
+	$(CARGO) run --locked --profile dev -p restage-gate-bench --bin functions -- $(TARGET_DIR)/$(TARGET)/profiling/restage_gate.wasm $(CASE)
 
 # cargo-fuzz targets (nightly): `make test` runs each for FUZZ_SECONDS without a sanitizer,
 # `make fuzz` for longer with AddressSanitizer.

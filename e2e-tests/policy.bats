@@ -61,6 +61,33 @@ patch_ops() {
   echo "$output" | jq -e '.allowed == true and .patch == null and .warnings == null'
 }
 
+@test "a DaemonSet bind is held with OnDelete" {
+  run --separate-stderr evaluate 06-daemonset-bind.json
+  [ "$status" -eq 0 ]
+  echo "$output" | jq -e '.allowed == true and .auditAnnotations.decision == "held"'
+  echo "$output" | patch_ops | jq -e 'any(.[]; .path == "/spec/updateStrategy/type" and .value == "OnDelete")'
+}
+
+@test "a Deployment bind is held paused" {
+  run --separate-stderr evaluate 07-deployment-bind.json
+  [ "$status" -eq 0 ]
+  echo "$output" | jq -e '.allowed == true and .auditAnnotations.decision == "held"'
+  echo "$output" | patch_ops | jq -e 'any(.[]; .path == "/spec/paused" and .value == true)'
+}
+
+@test "a Deployment unbind rolls now, with a warning saying why" {
+  run --separate-stderr evaluate 08-deployment-unbind.json
+  [ "$status" -eq 0 ]
+  echo "$output" | jq -e '.allowed == true and .patch == null and .auditAnnotations.decision == "rolling"'
+  echo "$output" | jq -e 'any(.warnings[]; contains("rolls now"))'
+}
+
+@test "kubectl rollout resume releases a held Deployment" {
+  run --separate-stderr evaluate 09-deployment-rollout-resume.json
+  [ "$status" -eq 0 ]
+  echo "$output" | jq -e '.allowed == true and .auditAnnotations.decision == "released"'
+}
+
 @test "reject mode refuses a bind and says how to apply it" {
   run --separate-stderr evaluate 01-bind.json --settings-json '{"mode":"reject"}'
   [ "$status" -eq 0 ]

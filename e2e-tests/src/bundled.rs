@@ -1,20 +1,24 @@
 //! The example requests `make demo` and the bats suite evaluate (`e2e-tests/requests/*.json`): one app
-//! through a bind, a second bind, Korifi's runner writes, a rolling deploy and a scale.
+//! through a bind, a second bind, Korifi's runner writes, a rolling deploy and a scale; then a
+//! DaemonSet bind, a Deployment bind, a Deployment unbind and `kubectl rollout resume` of a
+//! held Deployment.
 
 use std::path::PathBuf;
 
 use restage_gate_testkit::admission::{request, review};
 use restage_gate_testkit::edit::with;
+use restage_gate_testkit::fixtures::{daemonset, deployment, orders_binding};
 use restage_gate_testkit::hold::held;
 use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
-use restage_gate_testkit::projector::project;
+use restage_gate_testkit::kubectl::rollout_resume;
+use restage_gate_testkit::projector::{bind, project, unbind};
 use serde_json::{json, Value};
 
 const HELD_SINCE: &str = "2026-12-01T09:00:00Z";
 
 /// `e2e-tests/requests/`, where the example requests are committed.
 pub fn requests_dir() -> PathBuf {
-    crate::repository::root().join("e2e-tests/requests")
+    restage_gate_release::repository::root().join("e2e-tests/requests")
 }
 
 /// The committed example requests, in order.
@@ -37,6 +41,8 @@ pub fn requests() -> Vec<(&'static str, &'static str, Value)> {
     let held_once = held(bound.clone(), &upsi_pending, HELD_SINCE);
     let held_twice = held(both.clone(), &both_pending, HELD_SINCE);
     let update = |old: &Value, new: &Value| review(&request("UPDATE", old, new));
+    let deployment_bound = bind(deployment(), &orders_binding());
+    let deployment_held = held(deployment_bound.clone(), "+orders-db", HELD_SINCE);
     vec![
         ("01-bind.json", "held", update(&unbound(), &bound)),
         (
@@ -63,6 +69,32 @@ pub fn requests() -> Vec<(&'static str, &'static str, Value)> {
             update(
                 &both,
                 &with(both.clone(), |s| s["spec"]["replicas"] = json!(3)),
+            ),
+        ),
+        (
+            "06-daemonset-bind.json",
+            "held",
+            update(&daemonset(), &bind(daemonset(), &orders_binding())),
+        ),
+        (
+            "07-deployment-bind.json",
+            "held",
+            update(&deployment(), &deployment_bound),
+        ),
+        (
+            "08-deployment-unbind.json",
+            "rolling",
+            update(
+                &deployment_bound,
+                &unbind(deployment_bound.clone(), &orders_binding()),
+            ),
+        ),
+        (
+            "09-deployment-rollout-resume.json",
+            "released",
+            update(
+                &deployment_held,
+                &with(deployment_held.clone(), rollout_resume),
             ),
         ),
     ]

@@ -100,18 +100,10 @@ pub fn policy_path() -> std::path::PathBuf {
     module_path("RESTAGE_GATE_WASM", "policy.wasm")
 }
 
-/// Where the parse-only floor module is: `$RESTAGE_GATE_FLOOR_WASM`, or where `make floor`
-/// builds it.
-pub fn floor_path() -> std::path::PathBuf {
-    module_path(
-        "RESTAGE_GATE_FLOOR_WASM",
-        "target/wasm32-wasip1/release/restage_gate_floor.wasm",
-    )
-}
-
-fn module_path(var: &str, in_repository: &str) -> std::path::PathBuf {
+/// The module in `$var`, or at `in_repository` under the top of the repository.
+pub fn module_path(var: &str, in_repository: &str) -> std::path::PathBuf {
     std::env::var_os(var).map_or_else(
-        || crate::repository::root().join(in_repository),
+        || restage_gate_release::repository::root().join(in_repository),
         std::path::PathBuf::from,
     )
 }

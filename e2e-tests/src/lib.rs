@@ -1,19 +1,12 @@
-//! Host-side tooling for restage-gate: load the compiled module in the runtime Kubewarden uses
-//! (waPC over wasmtime, with WASI) and model what a cluster does with its answers. Reading the
-//! answers the way kwctl does is `restage-gate-evaluation`; fixtures, the projector model and
-//! request builders are in `restage-gate-testkit`.
+//! The e2e suites' harness: the compiled module in the runtime Kubewarden uses (waPC over
+//! wasmtime, with WASI), a model of what a cluster does with its answers, the example requests
+//! and the settings form against the module. Reading the answers the way kwctl does is
+//! `restage-gate-evaluation`; fixtures, the projector model and request builders are in
+//! `restage-gate-testkit`; the project's own files are read through `restage-gate-release`.
 
 pub mod bundled;
-pub mod callgrind;
 pub mod cluster;
 pub mod host;
-pub mod manifests;
-pub mod metadata;
-pub mod oci;
 pub mod programs;
 pub mod questions;
-pub mod repository;
-pub mod signing;
-pub mod versions;
-pub mod workflows;
 pub mod workloads;

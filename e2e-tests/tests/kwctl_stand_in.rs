@@ -12,7 +12,7 @@ use restage_gate_demo::Runner;
 use restage_gate_e2e::bundled;
 use restage_gate_e2e::host::policy_path;
 use restage_gate_e2e::programs::installed;
-use restage_gate_e2e::repository;
+use restage_gate_release::repository;
 
 /// A directory whose `kwctl` is the stand-in, evaluating with this build's restage-gate-run.
 fn kwctl_dir() -> &'static Path {

@@ -867,7 +867,15 @@ fn module_validates_settings_with_field_and_value() {
     assert_eq!(response["valid"], false);
 }
 
+/// kwctl annotates with what the module's `protocol_version` answers, the project's own
+/// annotator with what `metadata.yml` declares: the two must be the same.
 #[test]
-fn module_speaks_protocol_v1() {
+fn module_speaks_the_protocol_metadata_declares() {
+    let root = restage_gate_release::repository::root();
+    let metadata = restage_gate_release::repository::read(&root, "metadata.yml")
+        .and_then(|text| restage_gate_release::metadata::read_yaml(&text))
+        .expect("metadata.yml");
+    let declared = restage_gate_release::metadata::declared_protocol(&metadata);
+    assert_eq!(declared.as_deref(), Ok("v1"));
     assert_eq!(policy_under_test().protocol_version(), Ok(json!("v1")));
 }

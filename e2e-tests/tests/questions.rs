@@ -2,8 +2,9 @@
 //! for every setting the module reads, and defaults and options it accepts.
 
 use restage_gate_e2e::host::policy_under_test;
-use restage_gate_e2e::questions::{problems, read};
-use restage_gate_e2e::repository;
+use restage_gate_e2e::questions::problems;
+use restage_gate_release::questions::read;
+use restage_gate_release::repository;
 use serde_json::{json, Value};
 
 fn project_questions() -> Vec<Value> {

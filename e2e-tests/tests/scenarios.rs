@@ -3,9 +3,7 @@
 //! a Deployment, binds and unbinds restart no pod until the app is restarted or restaged,
 //! which then rolls once with every held change; a Deployment unbind rolls at once, so no pod
 //! ever starts from a template that mounts a deleted secret; in either webhook order. The
-//! README's "What it guarantees" table is generated from these runs.
-
-use std::path::PathBuf;
+//! table in docs/testing.md ("What it guarantees") is generated from these runs.
 
 use restage_gate::markers::{HELD_SINCE_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION};
 use restage_gate_e2e::cluster::{Cluster, Kind, Mode, Order};
@@ -28,7 +26,7 @@ fn app_with(kind: Kind, order: Order, mode: Mode, settings: Value) -> Cluster {
     Cluster::new(policy_under_test(), kind, mode, order, settings, INSTANCES)
 }
 
-/// What the README table shows of a run.
+/// What the table in docs/testing.md shows of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Row {
     restarts_before: usize,
@@ -607,7 +605,7 @@ fn binding_changes_restart_nothing_until_the_restage_in_either_webhook_order() {
             "{kind} {name}: refused writes only in reject mode"
         );
     }
-    check_readme(&render(&rows));
+    check_table(&render(&rows));
 }
 
 /// The model catches what the scenarios promise never happens. A Deployment its owner paused is
@@ -634,25 +632,17 @@ fn the_model_catches_a_pod_started_from_a_template_with_a_deleted_secret() {
     );
 }
 
-/// The README's table is this run's; `BLESS=1` writes it.
-fn check_readme(table: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-    let readme = std::fs::read_to_string(&path).expect("README.md");
-    let (begin, end) = ("<!-- scenarios:begin -->\n", "<!-- scenarios:end -->");
-    let start = readme
-        .find(begin)
-        .expect("README has the scenarios:begin marker")
-        + begin.len();
-    let stop = readme
-        .find(end)
-        .expect("README has the scenarios:end marker");
-    if std::env::var_os("BLESS").is_some() {
-        let updated = format!("{}{table}{}", &readme[..start], &readme[stop..]);
-        std::fs::write(&path, updated).expect("writable README");
-        return;
-    }
-    assert!(
-        readme[start..stop] == *table,
-        "README's scenario table differs from this run:\n{table}\nrun `BLESS=1 make test` to update it"
+/// The table in the docs is this run's; `BLESS=1` writes it.
+fn check_table(table: &str) {
+    use restage_gate_release::repository;
+    let checked = repository::check_generated(
+        &repository::root(),
+        "docs/testing.md",
+        "scenarios",
+        table,
+        repository::bless(),
     );
+    if let Err(e) = checked {
+        panic!("{e}");
+    }
 }

@@ -6,16 +6,20 @@
 //!     restage-gate-release keys DIR                  (COSIGN_PASSWORD encrypts DIR/cosign.key)
 //!     restage-gate-release sign REGISTRY/REPOSITORY(:TAG|@DIGEST) cosign.key [--allow-http]
 //!     restage-gate-release verify REGISTRY/REPOSITORY(:TAG|@DIGEST) cosign.pub [--allow-http]
-//!     restage-gate-release artifacthub METADATA.yml QUESTIONS-UI.yml [EXISTING-artifacthub-pkg.yml]
+//!     restage-gate-release artifacthub METADATA.yml QUESTIONS-UI.yml NOW [EXISTING-artifacthub-pkg.yml]
 //!     restage-gate-release check-versions [PROJECT-DIR]
+//!
+//! `annotate` records the protocol version `metadata.yml` declares (`protocolVersion`), where
+//! kwctl asks the module's `protocol_version`: reading it here would take a wasm runtime, and
+//! the e2e suites check that the module answers what `metadata.yml` declares. `artifacthub`
+//! keeps an existing package's `createdAt` for the same version, and takes NOW (RFC 3339 UTC)
+//! for a new one.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use restage_gate_e2e::host::Module;
-use restage_gate_e2e::oci::{self, Transport};
-use restage_gate_e2e::{metadata, signing, versions};
-use restage_gate_evaluation::guest::Guest;
+use restage_gate_release::oci::{self, Transport};
+use restage_gate_release::{metadata, versions};
 
 fn read(path: &str) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
@@ -39,9 +43,9 @@ fn run(args: &[String]) -> Result<(), String> {
     match args.as_slice() {
         ["annotate", module, meta, readme, out] => {
             let bytes = read_bytes(module)?;
-            let protocol = Module::from_bytes(&bytes)?.protocol_version()?;
-            let protocol = protocol.as_str().ok_or("protocol_version did not answer a string")?;
-            let m = metadata::annotated(&metadata::read_yaml(&read(meta)?)?, protocol, &read(readme)?)?;
+            let declared = metadata::read_yaml(&read(meta)?)?;
+            let protocol = metadata::declared_protocol(&declared)?;
+            let m = metadata::annotated(&declared, &protocol, &read(readme)?)?;
             oci::write_atomically(Path::new(out), &metadata::embed(&bytes, &m)?)?;
             println!("{out}: annotated with {meta} (protocol {protocol})");
             Ok(())
@@ -57,42 +61,15 @@ fn run(args: &[String]) -> Result<(), String> {
             println!("{out}: pulled {reference} ({})", pulled.digest);
             Ok(())
         }
-        ["keys", dir] => {
-            let pair = signing::generate_key_pair(
-                Path::new(dir),
-                signing::password_from_env()?.as_bytes(),
-            )?;
-            println!(
-                "{}: private key, encrypted with {} (keep it secret, never commit it)",
-                pair.private.display(),
-                signing::PASSWORD_VAR
-            );
-            println!("{}: public key, for verifiers", pair.public.display());
-            Ok(())
-        }
-        ["sign", reference, key] => {
-            let password = signing::password_from_env()?;
-            let signed = signing::sign(reference, Path::new(key), password.as_bytes(), transport)?;
-            let done = if signed.already { "already signed" } else { "signed" };
-            println!("{}: {done} with {key} ({})", signed.artifact, signed.signature);
-            Ok(())
-        }
-        ["verify", reference, key] => {
-            let verified = signing::verify(reference, Path::new(key), transport)?;
-            println!(
-                "{}: signature verified with {key} ({} signature(s) in {})",
-                verified.artifact, verified.signatures, verified.signature
-            );
-            Ok(())
-        }
-        ["artifacthub", meta, questions, rest @ ..] => {
+        [command @ ("keys" | "sign" | "verify"), rest @ ..] => signing(command, rest, transport),
+        ["artifacthub", meta, questions, now, rest @ ..] => {
             let m = metadata::read_yaml(&read(meta)?)?;
             let version = m["annotations"][metadata::VERSION].as_str().unwrap_or_default().to_string();
             let created = rest
                 .first()
                 .and_then(|existing| std::fs::read_to_string(existing).ok())
                 .and_then(|text| versions::existing_created_at(&text, &version))
-                .unwrap_or_else(|| restage_gate::clock::now().rfc3339());
+                .unwrap_or_else(|| now.to_string());
             print!("{}", versions::artifacthub_pkg(&m, &read(questions)?, &created)?);
             Ok(())
         }
@@ -106,6 +83,61 @@ fn run(args: &[String]) -> Result<(), String> {
         }
         _ => Err("usage: restage-gate-release annotate|push|pull|keys|sign|verify|artifacthub|check-versions … (see the source header)".into()),
     }
+}
+
+/// keys, sign and verify: cosign's key pairs and signatures, through sigstore.
+#[cfg(feature = "signing")]
+fn signing(command: &str, args: &[&str], transport: Transport) -> Result<(), String> {
+    use restage_gate_release::signing;
+    match (command, args) {
+        ("keys", [dir]) => {
+            let pair = signing::generate_key_pair(
+                Path::new(dir),
+                signing::password_from_env()?.as_bytes(),
+            )?;
+            println!(
+                "{}: private key, encrypted with {} (keep it secret, never commit it)",
+                pair.private.display(),
+                signing::PASSWORD_VAR
+            );
+            println!("{}: public key, for verifiers", pair.public.display());
+            Ok(())
+        }
+        ("sign", [reference, key]) => {
+            let password = signing::password_from_env()?;
+            let signed = signing::sign(reference, Path::new(key), password.as_bytes(), transport)?;
+            let done = if signed.already {
+                "already signed"
+            } else {
+                "signed"
+            };
+            println!(
+                "{}: {done} with {key} ({})",
+                signed.artifact, signed.signature
+            );
+            Ok(())
+        }
+        ("verify", [reference, key]) => {
+            let verified = signing::verify(reference, Path::new(key), transport)?;
+            println!(
+                "{}: signature verified with {key} ({} signature(s) in {})",
+                verified.artifact, verified.signatures, verified.signature
+            );
+            Ok(())
+        }
+        _ => Err(format!(
+            "usage: restage-gate-release {command} … (see the source header)"
+        )),
+    }
+}
+
+/// `make push` and `make annotated-policy.wasm` build the tool without signing, which is most
+/// of its build.
+#[cfg(not(feature = "signing"))]
+fn signing(command: &str, _: &[&str], _: Transport) -> Result<(), String> {
+    Err(format!(
+        "{command}: built without the `signing` feature; `make {command}` builds it with it"
+    ))
 }
 
 fn main() -> ExitCode {

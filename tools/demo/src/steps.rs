@@ -1,5 +1,6 @@
 //! What `make demo` shows: the bundled requests (`e2e-tests/requests/`) in the order they
-//! happen to one app, then reject mode, each with a plain-language account of the request.
+//! happen to one app on Korifi, then the other kinds a servicebinding.io runtime binds to, then
+//! reject mode, each with a plain-language account of the request.
 
 /// One decision the demo shows.
 #[derive(Debug, Clone, Copy)]
@@ -12,7 +13,7 @@ pub struct Step {
     pub explanation: &'static str,
 }
 
-pub const STEPS: [Step; 6] = [
+pub const STEPS: [Step; 10] = [
     Step {
         request: "01-bind.json",
         settings: "{}",
@@ -53,6 +54,42 @@ pub const STEPS: [Step; 6] = [
         title: "A scale",
         explanation: "`cf scale -i 3` changes only the number of instances: nothing to hold, \
             accepted unchanged.",
+    },
+    Step {
+        request: "06-daemonset-bind.json",
+        settings: "{}",
+        title: "A bind into a DaemonSet",
+        explanation: "A DaemonSet restarts its pods on a template change too. restage-gate holds \
+            it as it holds a StatefulSet, with updateStrategy OnDelete: running pods keep \
+            running, and a pod for a new node, or one replacing a deleted pod, starts from the \
+            current template, bindings included.",
+    },
+    Step {
+        request: "07-deployment-bind.json",
+        settings: "{}",
+        title: "A bind into a Deployment",
+        explanation: "A Deployment has no OnDelete. restage-gate holds its rollout by pausing \
+            it (spec.paused true), and remembers that it was not paused. While paused, a \
+            Deployment scales its old ReplicaSet: a pod added now starts from the old \
+            template, without the new binding, until the release.",
+    },
+    Step {
+        request: "08-deployment-unbind.json",
+        settings: "{}",
+        title: "An unbind from a Deployment rolls now",
+        explanation: "Unbinding deletes the binding's secret. A paused Deployment would keep \
+            creating pods from its old template, which still mounts that secret, and such a \
+            pod would hang in ContainerCreating. So restage-gate does not hold this one: the \
+            Deployment rolls now, and the warning says why.",
+    },
+    Step {
+        request: "09-deployment-rollout-resume.json",
+        settings: "{}",
+        title: "kubectl rollout resume releases a held Deployment",
+        explanation: "kubectl refuses to restart a paused Deployment, so `kubectl rollout \
+            resume` is how its operator applies held bindings now. restage-gate takes the \
+            unpause as a release: it removes its markers, and the Deployment rolls once with \
+            every held binding.",
     },
     Step {
         request: "01-bind.json",

@@ -13,8 +13,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use restage_gate_e2e::callgrind::{run_self, Run};
-use restage_gate_e2e::host::{floor_path, policy_path, Instance, Module};
+use restage_gate_bench::callgrind::{run_self, Run};
+use restage_gate_bench::figures::{self, instructions_block, machine, Count};
+use restage_gate_bench::floor_path;
+use restage_gate_e2e::host::{policy_path, Instance, Module};
 use restage_gate_e2e::workloads::cases;
 use restage_gate_evaluation::evaluator::{payload, response, AdmissionRequest, Payload, Response};
 use serde_json::Value;
@@ -67,34 +69,6 @@ fn calls(module: &str, case: usize, n: usize) {
     }
 }
 
-/// Instructions per call of one module on one case: the whole path and its parts.
-struct Count {
-    whole: u64,
-    payload: u64,
-    guest: u64,
-    answer: u64,
-}
-
-impl Count {
-    /// The path without building the payload: the guest, the handling of its answer and
-    /// freeing what the call built, as `make bench` times it.
-    fn answered(&self) -> u64 {
-        self.whole - self.payload
-    }
-
-    /// What the whole path spends outside its three parts: freeing the payload, the answer
-    /// and the response.
-    fn freeing(&self) -> Result<u64, String> {
-        let parts = self.payload + self.guest + self.answer;
-        self.whole.checked_sub(parts).ok_or_else(|| {
-            format!(
-                "the parts ({parts}) count more than the whole ({})",
-                self.whole
-            )
-        })
-    }
-}
-
 /// Instructions per call of `module` on case `case`, counted by callgrind.
 fn count(module: &std::path::Path, case: usize) -> Result<Count, String> {
     let profile =
@@ -138,19 +112,6 @@ fn inclusive(profile: &std::path::Path, name: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("no count for {name} in callgrind_annotate's report:\n{report}"))
 }
 
-/// 1120878 → 1,120,878
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let [_, flag, module, case, n] = args.as_slice() {
@@ -163,51 +124,22 @@ fn main() {
         }
     }
     let (policy, floor) = (policy_path(), floor_path());
-    println!("| case | path | floor instructions | restage-gate instructions | ratio | target | ratio without the payload | guest-only ratio |");
-    println!("|---|---|---|---|---|---|---|---|");
-    let (mut missed, mut parts) = (Vec::new(), Vec::new());
-    for (i, case) in cases().iter().enumerate() {
-        let (f, p) = match (count(&floor, i), count(&policy, i)) {
-            (Ok(f), Ok(p)) => (f, p),
+    let cases = cases();
+    let mut rows = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        match (count(&floor, i), count(&policy, i)) {
+            (Ok(f), Ok(p)) => rows.push((case, f, p)),
             (Err(e), _) | (_, Err(e)) => {
                 eprintln!("{e}");
                 std::process::exit(1);
             }
-        };
-        let (label, target) = (case.path.label(), case.path.target());
-        let ratio = |p: u64, f: u64| p as f64 / f as f64;
-        let whole = ratio(p.whole, f.whole);
-        if whole > target {
-            missed.push(case.name.clone());
         }
-        println!(
-            "| {} | {label} | {} | {} | {whole:.2} | ≤ {target} | {:.2} | {:.2} |",
-            case.name,
-            grouped(f.whole),
-            grouped(p.whole),
-            ratio(p.answered(), f.answered()),
-            ratio(p.guest, f.guest),
-        );
-        for (module, count) in [("floor", &f), ("restage-gate", &p)] {
-            parts.push(format!(
-                "| {} | {module} | {} | {} | {} | {} |",
-                case.name,
-                grouped(count.payload),
-                grouped(count.guest),
-                grouped(count.answer),
-                grouped(count.freeing().unwrap_or_default()),
-            ));
-        }
+        eprintln!("counted: {}", case.name);
     }
-    println!("\nThe same per part: building the payload, the guest's call, the handling of its answer, and freeing what the call built:\n");
-    println!("| case | module | payload | guest | answer | freeing |");
-    println!("|---|---|---|---|---|---|");
-    for row in parts {
-        println!("{row}");
-    }
-    if missed.is_empty() {
-        println!("\nall cases within target");
-    } else {
-        println!("\ncases over target: {}", missed.join(", "));
+    let block = instructions_block(&machine(), CALLS, &rows);
+    print!("{block}");
+    if let Err(e) = figures::write(figures::INSTRUCTIONS, &block) {
+        eprintln!("{e}");
+        std::process::exit(1);
     }
 }

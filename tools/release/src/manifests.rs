@@ -133,9 +133,9 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_names_the_endpoint_the_example_answers_on() {
-        let readme = repository::read(&root(), "README.md").expect("README.md");
-        assert!(readme.contains("/validate/restage-gate"));
-        assert!(readme.contains(STANDALONE));
+    fn the_install_guide_names_the_endpoint_the_example_answers_on() {
+        let guide = repository::read(&root(), "docs/install.md").expect("docs/install.md");
+        assert!(guide.contains("/validate/restage-gate"));
+        assert!(guide.contains(STANDALONE));
     }
 }

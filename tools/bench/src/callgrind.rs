@@ -1,4 +1,4 @@
-//! The benchmark examples count instructions by running themselves again under valgrind's
+//! The instruction counters count instructions by running themselves again under valgrind's
 //! callgrind (`<program> --calls <module> <case> <calls>` makes only the calls to count), and
 //! `make profile-functions` names what it counted by wasmtime's perf map.
 

@@ -5,17 +5,23 @@ use serde_json::Value;
 use crate::admission::Outcome;
 
 /// `01-bind.json   held   6 patch op(s), updateStrategy OnDelete, pending [+orders-db]`, then
-/// the message and each warning on lines of their own.
+/// the message and each warning on lines of their own. A Deployment shows `paused` where the
+/// other kinds show their strategy: it is what holds or rolls it.
 pub fn summary_line(name: &str, outcome: &Outcome) -> String {
-    let strategy = outcome
-        .object
-        .pointer("/spec/updateStrategy/type")
-        .and_then(Value::as_str)
-        .unwrap_or("-");
-    let mut detail = format!(
-        "{} patch op(s), updateStrategy {strategy}",
-        outcome.patch.len()
-    );
+    let object = &outcome.object;
+    let control = if object["kind"] == "Deployment" {
+        format!(
+            "paused {}",
+            object["spec"]["paused"].as_bool().unwrap_or(false)
+        )
+    } else {
+        let strategy = object.pointer("/spec/updateStrategy/type");
+        format!(
+            "updateStrategy {}",
+            strategy.and_then(Value::as_str).unwrap_or("-")
+        )
+    };
+    let mut detail = format!("{} patch op(s), {control}", outcome.patch.len());
     for key in ["pending", "released"] {
         if let Some(value) = outcome.audit.get(key) {
             detail.push_str(&format!(", {key} [{value}]"));
@@ -76,5 +82,15 @@ mod tests {
             Some("    message: restart the app")
         );
         assert!(summary_line("x.json", &refused).contains(" rejected "));
+
+        let deployment = json!({"object": {"kind": "Deployment", "spec": {}}});
+        let paused = Outcome::new(
+            &deployment,
+            &json!({"accepted": true,
+                "mutated_object": {"kind": "Deployment", "spec": {"paused": true}}}),
+        );
+        assert!(summary_line("d.json", &paused).contains("1 patch op(s), paused true"));
+        let unchanged = Outcome::new(&deployment, &json!({"accepted": true}));
+        assert!(summary_line("d.json", &unchanged).contains("0 patch op(s), paused false"));
     }
 }

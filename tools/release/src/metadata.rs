@@ -33,6 +33,19 @@ pub fn read_yaml(text: &str) -> Result<Value, String> {
     Ok(value)
 }
 
+/// The protocol version `metadata.yml` declares (`protocolVersion`), which the annotation
+/// records; kwctl records what the module's `protocol_version` answers, and the e2e suites
+/// check that the two agree.
+pub fn declared_protocol(metadata: &Value) -> Result<String, String> {
+    metadata["protocolVersion"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| {
+            "metadata.yml: protocolVersion is missing; declare the protocol the module speaks (v1)"
+                .into()
+        })
+}
+
 /// The metadata kwctl embeds: defaults filled in, the protocol version and the usage added.
 pub fn annotated(metadata: &Value, protocol_version: &str, readme: &str) -> Result<Value, String> {
     let mut m = metadata.clone();
@@ -282,7 +295,7 @@ mod tests {
     use super::*;
 
     fn metadata() -> Value {
-        read_yaml(include_str!("../../metadata.yml")).expect("metadata.yml")
+        read_yaml(include_str!("../../../metadata.yml")).expect("metadata.yml")
     }
 
     #[test]

@@ -8,7 +8,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use restage_gate_e2e::host::{floor_path, policy_path, Instance, Module};
+use restage_gate_bench::figures::{self, machine, wall_block, Spread, Timed};
+use restage_gate_bench::floor_path;
+use restage_gate_e2e::host::{policy_path, Instance, Module};
 use restage_gate_e2e::workloads::cases;
 use restage_gate_evaluation::admission::Outcome;
 use restage_gate_evaluation::evaluator::{payload, response, AdmissionRequest};
@@ -24,8 +26,8 @@ fn module(path: PathBuf) -> Module {
     Module::load(&path).unwrap_or_else(|e| panic!("{e} (make bench builds it)"))
 }
 
-/// Median, 10th and 90th percentile of per-call times, in µs.
-type Spread = (f64, f64, f64);
+/// Timed calls of each module per case, after 30 warm-up calls.
+const SAMPLES: usize = 301;
 
 /// One module's times per call: the whole path, the same without building the payload (the
 /// guest, the handling of its answer, freeing what the call built), and the guest's `validate`
@@ -44,7 +46,7 @@ fn measure(
     request: &AdmissionRequest,
     settings: &Value,
 ) -> [Times; 2] {
-    let (warmup, samples) = if full_run() { (30, 301) } else { (1, 3) };
+    let (warmup, samples) = if full_run() { (30, SAMPLES) } else { (1, 3) };
     let time = |instance: &Instance, times: &mut Times| {
         let start = Instant::now();
         let payload = payload(request, settings).expect("a payload");
@@ -97,11 +99,9 @@ fn main() {
         policy.instance().expect("instance"),
         floor.instance().expect("instance"),
     );
-    println!("Whole path (policy-evaluator's `validate`: the guest's payload, the guest, the handling of its answer), the same without building the payload, and the guest alone:\n");
-    println!("| case | path | request KiB | floor µs (p10-p90) | restage-gate µs (p10-p90) | ratio | target | ratio without the payload | guest-only ratio |");
-    println!("|---|---|---|---|---|---|---|---|---|");
-    let mut missed = Vec::new();
-    for case in cases() {
+    let cases = cases();
+    let mut rows = Vec::new();
+    for case in &cases {
         let (request, settings) = (&case.payload["request"], &case.payload["settings"]);
         let typed = AdmissionRequest::from_value(request).expect("an admission request");
         let payload = payload(&typed, settings).expect("a payload");
@@ -117,23 +117,21 @@ fn main() {
         );
         let [f, p] = measure(&floor, &policy, &typed, settings);
         let median = |times: Vec<Duration>| spread(times).0;
-        let guest = median(p.guest) / median(f.guest);
-        let answered = median(p.answered) / median(f.answered);
-        let ((f, f10, f90), (p, p10, p90)) = (spread(f.whole), spread(p.whole));
-        let (label, target) = (case.path.label(), case.path.target());
-        let ratio = p / f;
-        if ratio > target {
-            missed.push(case.name.clone());
-        }
-        println!(
-            "| {} | {label} | {:.1} | {f:.0} ({f10:.0}-{f90:.0}) | {p:.0} ({p10:.0}-{p90:.0}) | {ratio:.2} | ≤ {target} | {answered:.2} | {guest:.2} |",
-            case.name,
-            payload.text.len() as f64 / 1024.0,
-        );
+        rows.push((
+            case,
+            Timed {
+                request_kib: payload.text.len() as f64 / 1024.0,
+                answered: median(p.answered) / median(f.answered),
+                guest: median(p.guest) / median(f.guest),
+                floor: spread(f.whole),
+                policy: spread(p.whole),
+            },
+        ));
+        eprintln!("measured: {}", case.name);
     }
-    if missed.is_empty() {
-        println!("\nall cases within target");
-    } else {
-        println!("\ncases over target: {}", missed.join(", "));
+    let block = wall_block(&machine(), SAMPLES, &rows);
+    print!("{block}");
+    if full_run() {
+        figures::write(figures::WALL, &block).unwrap_or_else(|e| panic!("{e}"));
     }
 }

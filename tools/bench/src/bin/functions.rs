@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use restage_gate_e2e::callgrind::{by_function, perf_map, run_self, short_name, Run};
+use restage_gate_bench::callgrind::{by_function, perf_map, run_self, short_name, Run};
 use restage_gate_e2e::host::{Instance, Module};
 use restage_gate_e2e::workloads::cases;
 use restage_gate_evaluation::evaluator::{payload, AdmissionRequest};
