@@ -79,11 +79,17 @@ const ANNOTATIONS: &[&str] = &["metadata", "annotations"];
 /// own label and annotations (of the workload's others, only the app a refusal names), and
 /// what each kind declares: its control, its fields, its pod template and its `status`.
 pub fn read_plan() -> ReadPlan {
+    // A remembered annotation outside the markers' prefix is read too.
+    let annotations = std::iter::once(MARKER_PREFIX).chain(
+        workload::kinds()
+            .map(|w| w.declared().remembered)
+            .filter(|key| !key.starts_with(MARKER_PREFIX)),
+    );
     let mut plan = ReadPlan {
         values: vec![NAME, NAMESPACE, DELETION],
         maps: vec![
             (LABELS, vec![MARKER_PREFIX, APP_GUID_LABEL]),
-            (ANNOTATIONS, vec![MARKER_PREFIX]),
+            (ANNOTATIONS, annotations.collect()),
         ],
         ..ReadPlan::default()
     };
@@ -100,9 +106,6 @@ pub fn read_plan() -> ReadPlan {
             if let [member] = field.path {
                 plan.status.push((member, members));
             }
-        }
-        if !kind.remembered.starts_with(MARKER_PREFIX) {
-            plan.maps[1].1.push(kind.remembered);
         }
     }
     plan

@@ -121,6 +121,7 @@ pub struct Allocator<const N: usize> {
 // other block overlaps until every block is freed; every other block is the system allocator's,
 // and goes back to it.
 unsafe impl<const N: usize> GlobalAlloc for Allocator<N> {
+    // SAFETY: callers keep `GlobalAlloc`'s contract; the impl's comment above says why it holds.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         match self.arena.take(layout) {
             Some(block) => block,
@@ -129,6 +130,7 @@ unsafe impl<const N: usize> GlobalAlloc for Allocator<N> {
         }
     }
 
+    // SAFETY: callers keep `GlobalAlloc`'s contract; the impl's comment above says why it holds.
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
         if self.arena.owns(block) {
             self.arena.give_back();
@@ -138,6 +140,7 @@ unsafe impl<const N: usize> GlobalAlloc for Allocator<N> {
         }
     }
 
+    // SAFETY: callers keep `GlobalAlloc`'s contract; the impl's comment above says why it holds.
     unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if !self.arena.owns(block) {
             // SAFETY: not a region block, so the system allocator's, with this layout.
