@@ -8,6 +8,7 @@ use crate::markers::{self, Hold, MARKER_PREFIX};
 use crate::pending;
 use crate::raw::{ReadPlan, Tree};
 use crate::settings::{Mode, Settings};
+use crate::template::artefacts;
 use crate::template::classify::{Change, ChangeKind};
 use crate::template::insertion::compare;
 use crate::view::{at, text_at};
@@ -97,7 +98,7 @@ pub fn read_plan() -> ReadPlan {
     for kind in workload::kinds().map(|w| w.declared()) {
         let fields = [kind.control].into_iter().chain(kind.reads.iter().copied());
         plan.values.extend(fields.map(|f| f.path));
-        plan.templates.push(kind.template);
+        plan.templates.push((kind.template, &artefacts::TEMPLATE));
         for field in kind.status {
             let members = match field.json {
                 Json::ListOf(members) => members,

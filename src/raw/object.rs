@@ -1,6 +1,6 @@
 //! A workload object read only as deep as the rules look, in the one pass that reads the
 //! request. The members a [`ReadPlan`] names become JSON values (of a map it names with
-//! prefixes, only those keys), its pod templates are read as deep as binding recognition looks
+//! prefixes, only those keys), its pod templates are read as deep as their shapes say
 //! (`tree.rs`), and of the stored object's `status` only the members it names; every other
 //! member (`managedFields`, often most of the metadata, among them) stays the request's own
 //! text. Edits are made to the values, and the edited object is written back as the request's
@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use super::text::{as_in_a_tree, same_text, starts_with_text};
 use super::tree::{template_seed, Key, Node};
 use super::writer::{write_value, Members};
-use super::ReadPlan;
+use super::{ReadPlan, Shape};
 
 #[derive(Debug, Default)]
 pub(crate) struct Object<'a> {
@@ -71,7 +71,7 @@ impl<'a> Kept<'a> {
 }
 
 impl<'a> Object<'a> {
-    /// The pod template at `path`, read as far as binding recognition looks.
+    /// The pod template at `path`, read as far as its shape says.
     pub fn template(&self, path: &[&str]) -> Option<&Node<'a>> {
         let (last, within) = path.split_last()?;
         let mut kept = &self.kept;
@@ -150,8 +150,8 @@ impl<'p> Levels<'p> {
         for (path, prefixes) in &plan.maps {
             levels.add(path, Member::Map(prefixes));
         }
-        for path in &plan.templates {
-            levels.add(path, Member::Template);
+        for &(path, shape) in &plan.templates {
+            levels.add(path, Member::Template(shape));
         }
         levels
     }
@@ -193,7 +193,7 @@ struct Level<'l, 'p> {
 enum Member<'p> {
     Value,
     Map(&'p [&'static str]),
-    Template,
+    Template(&'static Shape),
     /// An object on the way to something read: its level.
     Within(usize),
 }
@@ -261,8 +261,9 @@ impl<'de: 'a, 'a> Visitor<'de> for LevelSeed<'_, '_, 'a> {
                     kept.set(name, Part::Unread(unread));
                     read.insert(key.into_owned(), value);
                 }
-                Some((name, Member::Template)) => {
-                    kept.set(name, Part::Template(map.next_value_seed(template_seed())?));
+                Some((name, Member::Template(shape))) => {
+                    let template = map.next_value_seed(template_seed(shape))?;
+                    kept.set(name, Part::Template(template));
                 }
                 Some((name, Member::Within(at))) => {
                     let level = Level { at, ..self.level };

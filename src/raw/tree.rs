@@ -1,15 +1,13 @@
-//! A pod template read in one pass as deep as binding recognition looks. The members it reads
-//! (`metadata.annotations`, `spec.volumes`, and each container's `env` and `volumeMounts`)
-//! become nodes, their strings borrowed from the request; every other member, at every level,
-//! stays the request's raw JSON, compared as text and built into a tree only where its text
-//! differs. The elements of those lists are read when first asked for, and only as deep as
-//! recognition looks (a volume's name and projected secrets, not the items it projects): a bind
+//! A pod template read in one pass as deep as its [`Shape`] says: the members it reads become
+//! nodes, their strings borrowed from the request; every other member, at every level, stays
+//! the request's raw JSON, compared as text and built into a tree only where its text differs.
+//! The elements of a list read when asked for are kept as text until first looked into: a bind
 //! inserts a few elements, and the ones both templates share need never be read. Written back,
 //! a template is the same JSON.
 //!
-//! Any JSON reads: a level that is not an object, or `containers` that is not a list, is read
-//! whole, as a tree would hold it. How a member is read depends only on where it sits, so two
-//! templates hold the same member in the same form wherever classification compares them.
+//! Any JSON reads: a value of another shape than the one declared at its place is read whole,
+//! as a tree would hold it. How a member is read depends only on where it sits, so two
+//! templates hold the same member in the same form wherever the rules compare them.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -17,24 +15,28 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Number, Value};
 
 use super::text::{as_in_a_tree, same_text};
-use super::Tree;
+use super::{Reach, Shape, Tree};
 
 /// A JSON value whose strings are borrowed where the request has them unescaped, and whose
 /// unread members are raw.
 #[derive(Debug, Clone)]
 pub(crate) enum Node<'a> {
-    /// A member binding recognition never reads, as the request has it.
+    /// A member the shape does not read, as the request has it.
     Raw(&'a RawValue),
-    /// An element of a list binding recognition reads (a volume, an env var, a mount), as the
-    /// request has it, read as deep as recognition looks when first asked for; `None` if it
-    /// does not read (a number out of range where it is read).
-    Lazy(&'a RawValue, Element, OnceCell<Option<Box<Node<'a>>>>),
+    /// A value read when first asked for (`Reach::WhenAsked`), as the request has it, and as
+    /// its shape reads it once asked; `None` if it does not read (a number out of range where
+    /// it is read).
+    Lazy(
+        &'a RawValue,
+        &'static Shape,
+        OnceCell<Option<Box<Node<'a>>>>,
+    ),
     Null,
     Bool(bool),
     Number(Number),
@@ -45,18 +47,18 @@ pub(crate) enum Node<'a> {
     Object(Vec<(Cow<'a, str>, Node<'a>)>, bool),
 }
 
-/// Reads a pod template where a request has it.
-pub(crate) fn template_seed<'a>() -> Read<'a> {
-    Read::at(Place::Template)
+/// Reads a pod template where a request has it, as deep as `shape` says.
+pub(crate) fn template_seed<'a>(shape: &'static Shape) -> Read<'a> {
+    Read::at(shape)
 }
 
 impl<'a> Node<'a> {
-    /// A pod template from JSON text; `None` when it is not JSON (or a number is out of range
-    /// where the template is read; a list element that does not read as a tree stays its text,
-    /// compared as such).
-    pub(crate) fn template(text: &'a str) -> Option<Node<'a>> {
+    /// A pod template from JSON text, read as deep as `shape` says; `None` when it is not JSON
+    /// (or a number is out of range where the template is read; a value read when asked for
+    /// that does not read as a tree stays its text, compared as such).
+    pub(crate) fn template(text: &'a str, shape: &'static Shape) -> Option<Node<'a>> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
-        let node = template_seed().deserialize(&mut deserializer).ok()?;
+        let node = template_seed(shape).deserialize(&mut deserializer).ok()?;
         deserializer.end().ok()?;
         Some(node)
     }
@@ -65,10 +67,10 @@ impl<'a> Node<'a> {
     /// tree, as it is.
     fn read(&self) -> &Self {
         match self {
-            Node::Lazy(raw, element, read) => read
+            Node::Lazy(raw, shape, read) => read
                 .get_or_init(|| {
                     let mut deserializer = serde_json::Deserializer::from_str(raw.get());
-                    Read::at(element.place())
+                    Read::at(shape)
                         .deserialize(&mut deserializer)
                         .ok()
                         .map(Box::new)
@@ -318,104 +320,47 @@ fn has_or_escape(hay: &[u8], needle: &[u8]) -> bool {
     memchr::memchr(b'\\', hay).is_some() || memchr::memmem::find(hay, needle).is_some()
 }
 
-/// The elements of a list binding recognition reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Element {
-    Volume,
-    Env,
-    Mount,
-}
-
-impl Element {
-    fn place(self) -> Place {
-        match self {
-            Element::Volume => Place::Volume,
-            Element::Env => Place::Env,
-            Element::Mount => Place::Mount,
-        }
+impl Shape {
+    /// How member `key` of an object here is read.
+    fn member(&self, key: &str) -> Reach {
+        // `same_text`, not `==`: the module's `==` on text compares byte by byte.
+        self.members
+            .iter()
+            .find(|(name, _)| same_text(key, name))
+            .map_or(self.others, |&(_, reach)| reach)
     }
 }
 
-/// Where a member sits, and so how much of it is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Place {
-    Template,
-    Metadata,
-    Spec,
-    /// `containers` or `initContainers`.
-    Containers,
-    Container,
-    /// A list binding recognition reads: its elements are read when asked for.
-    Elements(Element),
-    /// An element, read as deep as recognition looks (`artefacts.rs`): a volume's name and
-    /// the secrets its projected or plain secret source names; an env var's name, value and the secret or
-    /// annotation it is mapped from; a mount's name and path. The rest of it stays raw.
-    Volume,
-    Projected,
-    /// A plain `secret` volume source, whose `secretName` is read.
-    SecretVolume,
-    /// `projected.sources`, and one of them.
-    Sources,
-    Source,
-    Env,
-    ValueFrom,
-    /// A reference whose `name` is read: a secret source, a `secretKeyRef`.
-    Named,
-    FieldRef,
-    Mount,
-    /// Read whole: what binding recognition reads, and anything of an unexpected shape.
-    Whole,
-}
-
-impl Place {
-    /// Where member `key` of an object here sits; `None`: it stays raw.
-    fn member(self, key: &str) -> Option<Place> {
-        // Guards, not string patterns: a pattern compares with wasm32's byte-wise `memcmp`.
-        let is = |name: &str| same_text(key, name);
-        Some(match self {
-            // Of an unexpected shape (an object where a list belongs): read whole.
-            Place::Whole | Place::Elements(_) | Place::Sources => Place::Whole,
-            Place::Template if is("metadata") => Place::Metadata,
-            Place::Template if is("spec") => Place::Spec,
-            Place::Metadata if is("annotations") => Place::Whole,
-            Place::Spec if is("volumes") => Place::Elements(Element::Volume),
-            Place::Spec if is("containers") || is("initContainers") => Place::Containers,
-            // `containers` that is not a list.
-            Place::Containers => Place::Whole,
-            Place::Container if is("env") => Place::Elements(Element::Env),
-            Place::Container if is("volumeMounts") => Place::Elements(Element::Mount),
-            Place::Volume | Place::Named if is("name") => Place::Whole,
-            Place::Volume if is("projected") => Place::Projected,
-            Place::Volume if is("secret") => Place::SecretVolume,
-            Place::SecretVolume if is("secretName") => Place::Whole,
-            Place::Projected if is("sources") => Place::Sources,
-            Place::Source if is("secret") => Place::Named,
-            Place::Env if is("name") || is("value") => Place::Whole,
-            Place::Env if is("valueFrom") => Place::ValueFrom,
-            Place::ValueFrom if is("secretKeyRef") => Place::Named,
-            Place::ValueFrom if is("fieldRef") => Place::FieldRef,
-            Place::FieldRef if is("fieldPath") => Place::Whole,
-            Place::Mount if is("name") || is("mountPath") => Place::Whole,
-            _ => return None,
-        })
-    }
-
-    /// Where the elements of a list here sit.
-    fn element(self) -> Place {
-        match self {
-            Place::Containers => Place::Container,
-            Place::Sources => Place::Source,
-            _ => Place::Whole,
-        }
-    }
-}
-
-/// Reads a value at a place, borrowing from text that lives for `'a`.
-pub(crate) struct Read<'a>(Place, PhantomData<Node<'a>>);
+/// Reads a value as deep as a shape says, borrowing from text that lives for `'a`.
+pub(crate) struct Read<'a>(&'static Shape, PhantomData<Node<'a>>);
 
 impl Read<'_> {
-    fn at(place: Place) -> Self {
-        Read(place, PhantomData)
+    fn at(shape: &'static Shape) -> Self {
+        Read(shape, PhantomData)
+    }
+}
+
+/// Read to the end.
+static WHOLE: Shape = Shape::WHOLE;
+
+/// Reads a value as a reach says.
+struct Reached<'a>(Reach, PhantomData<Node<'a>>);
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Reached<'a> {
+    type Value = Node<'a>;
+
+    // Inlined into the reading of each member and element, as the match it replaces was.
+    #[inline(always)]
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node<'a>, D::Error> {
+        match self.0 {
+            Reach::Text => Ok(Node::Raw(<&'a RawValue>::deserialize(deserializer)?)),
+            Reach::WhenAsked(shape) => {
+                let raw = <&'a RawValue>::deserialize(deserializer)?;
+                Ok(Node::Lazy(raw, shape, OnceCell::new()))
+            }
+            Reach::Whole => Read::at(&WHOLE).deserialize(deserializer),
+            Reach::Shaped(shape) => Read::at(shape).deserialize(deserializer),
+        }
     }
 }
 
@@ -440,10 +385,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
         // their own is copied at each doubling (`arena.rs`).
         let mut members = Vec::with_capacity(16);
         while let Some(key) = map.next_key_seed(Key::seed())? {
-            let node = match self.0.member(&key) {
-                Some(place) => map.next_value_seed(Read::at(place))?,
-                None => Node::Raw(map.next_value::<&'a RawValue>()?),
-            };
+            let node = map.next_value_seed(Reached(self.0.member(&key), PhantomData))?;
             members.push((key, node));
         }
         let repeated = as_in_a_tree(&mut members);
@@ -451,16 +393,8 @@ impl<'de: 'a, 'a> Visitor<'de> for Read<'a> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'a>, A::Error> {
-        if let Place::Elements(element) = self.0 {
-            let mut items = Vec::new();
-            while let Some(raw) = seq.next_element::<&'a RawValue>()? {
-                items.push(Node::Lazy(raw, element, OnceCell::new()));
-            }
-            return Ok(Node::List(items));
-        }
-        let element = self.0.element();
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(Read::at(element))? {
+        while let Some(item) = seq.next_element_seed(Reached(self.0.elements, PhantomData))? {
             items.push(item);
         }
         Ok(Node::List(items))
@@ -541,6 +475,45 @@ impl<'de: 'a, 'a> Visitor<'de> for Key<'a> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use Reach::{Shaped, WhenAsked, Whole};
+
+    // A shape for the reader's own tests, laid out like a pod template; what the rules read of
+    // a template is theirs to declare and test. Every list read when asked for has elements of
+    // one shape here.
+    static TEMPLATE: Shape =
+        Shape::object(&[("metadata", Shaped(&METADATA)), ("spec", Shaped(&SPEC))]);
+    static METADATA: Shape = Shape::object(&[("annotations", Whole)]);
+    static SPEC: Shape = Shape::object(&[
+        ("volumes", Shaped(&WHEN_ASKED)),
+        ("containers", Shaped(&CONTAINERS)),
+        ("initContainers", Shaped(&CONTAINERS)),
+    ]);
+    static CONTAINERS: Shape = Shape::list(Shaped(&CONTAINER));
+    static CONTAINER: Shape = Shape::object(&[
+        ("env", Shaped(&WHEN_ASKED)),
+        ("volumeMounts", Shaped(&WHEN_ASKED)),
+    ]);
+    static WHEN_ASKED: Shape = Shape::list(WhenAsked(&ELEMENT));
+    static ELEMENT: Shape = Shape::object(&[
+        ("name", Whole),
+        ("value", Whole),
+        ("mountPath", Whole),
+        ("projected", Shaped(&PROJECTED)),
+        ("valueFrom", Shaped(&VALUE_FROM)),
+    ]);
+    static PROJECTED: Shape = Shape::object(&[("sources", Shaped(&SOURCES))]);
+    static SOURCES: Shape = Shape::list(Shaped(&SOURCE));
+    static SOURCE: Shape = Shape::object(&[("secret", Shaped(&NAMED))]);
+    static VALUE_FROM: Shape = Shape::object(&[
+        ("secretKeyRef", Shaped(&NAMED)),
+        ("fieldRef", Shaped(&FIELD_REF)),
+    ]);
+    static NAMED: Shape = Shape::object(&[("name", Whole)]);
+    static FIELD_REF: Shape = Shape::object(&[("fieldPath", Whole)]);
+
+    fn read_text(text: &str) -> Option<Node<'_>> {
+        Node::template(text, &TEMPLATE)
+    }
 
     fn at<'t, 'a>(node: &'t Node<'a>, path: &[&str]) -> Option<&'t Node<'a>> {
         path.iter().try_fold(node, |n, key| n.get(key))
@@ -556,7 +529,7 @@ mod tests {
 
     fn read(v: &Value) -> Node<'static> {
         let text: &'static str = Box::leak(v.to_string().into_boxed_str());
-        Node::template(text).expect("JSON")
+        read_text(text).expect("JSON")
     }
 
     /// The raw members of a node, with their paths, and the elements read when asked for.
@@ -585,7 +558,7 @@ mod tests {
             .trim_start()
             .strip_prefix(':')
             .expect("a member");
-        let node = template_seed()
+        let node = template_seed(&TEMPLATE)
             .deserialize(&mut serde_json::Deserializer::from_str(text))
             .expect("JSON");
         let raw: &RawValue = serde_json::Deserializer::from_str(text)
@@ -640,7 +613,7 @@ mod tests {
     }
 
     #[test]
-    fn only_what_binding_recognition_reads_is_read() {
+    fn only_what_the_shape_reads_is_read() {
         let template = json!({
             "metadata": {"labels": {"app": "a"}, "annotations": {"k": "v"}},
             "spec": {
@@ -671,7 +644,7 @@ mod tests {
         );
         assert_eq!(node.to_value(), Some(template.clone()));
         assert_eq!(serde_json::to_value(&node).ok(), Some(template));
-        // Asked for, an element reads as deep as recognition looks.
+        // Asked for, an element reads as deep as its shape says.
         let volume = at(&node, &["spec", "volumes"])
             .and_then(|v| v.as_list())
             .and_then(|v| v.first());
@@ -684,7 +657,7 @@ mod tests {
     }
 
     #[test]
-    fn an_element_is_read_only_as_deep_as_recognition_looks() {
+    fn an_element_read_when_asked_is_read_only_as_deep_as_its_shape_says() {
         let template = json!({"spec": {
             "volumes": [{"name": "b", "projected": {"defaultMode": 420, "sources": [
                 {"secret": {"name": "s", "items": [{"key": "k", "path": "p"}]}},
@@ -737,11 +710,11 @@ mod tests {
             {"secret": {"items": [{"path": "p", "key": "k"}], "name": "s"}},
             {"downwardAPI": {"items": []}}], "defaultMode": 420}}]}}"#;
         let volumes = |n: &Node<'static>| at(n, &["spec", "volumes"]).cloned();
-        let other = Node::template(respaced).expect("JSON");
+        let other = read_text(respaced).expect("JSON");
         assert_eq!(volumes(&node), volumes(&other));
         // And differs where it differs as JSON.
         let changed = respaced.replace(r#""path": "p""#, r#""path": "q""#);
-        let changed = Node::template(Box::leak(changed.into_boxed_str())).expect("JSON");
+        let changed = read_text(Box::leak(changed.into_boxed_str())).expect("JSON");
         assert_ne!(volumes(&node), volumes(&changed));
         assert_eq!(node.to_value(), Some(template));
     }
@@ -752,7 +725,7 @@ mod tests {
         let same = r#"{"spec": {"containers": [{"image": "app:1",   "name": "c"}]}}"#;
         let moved = read(&json!({"spec": {"initContainers": [{"name": "c", "image": "app:1"}]}}));
         let other = read(&json!({"spec": {"containers": [{"name": "c", "image": "app:2"}]}}));
-        assert_eq!(a, Node::template(same).expect("JSON"));
+        assert_eq!(a, read_text(same).expect("JSON"));
         assert_ne!(a, moved);
         assert_ne!(a, other);
         // A list of containers against an object of them.
@@ -760,7 +733,7 @@ mod tests {
         let whole = read(&json!({"spec": {"containers": {"name": "c"}}}));
         assert_ne!(listed, whole);
         assert_eq!(
-            Node::template(r#"{"x": {"a": 1}}"#).expect("JSON"),
+            read_text(r#"{"x": {"a": 1}}"#).expect("JSON"),
             Node::Object(vec![("x".into(), read(&json!({"a": 1})))], false)
         );
     }
@@ -769,7 +742,7 @@ mod tests {
     fn a_repeated_key_keeps_its_last_value_as_a_tree_does() {
         let repeated = r#"{"spec": {"dnsPolicy": "a", "containers": [], "dnsPolicy": "b"},
             "metadata": {"annotations": {"k": "1", "k": "2"}}}"#;
-        let node = Node::template(repeated).expect("JSON");
+        let node = read_text(repeated).expect("JSON");
         let tree: Value = serde_json::from_str(repeated).expect("JSON");
         assert_eq!(node.to_value(), Some(tree.clone()));
         assert_eq!(node, read(&tree));
@@ -818,7 +791,7 @@ mod tests {
             {"name": "PORT", "value": "8080"},
             {"name": "SERVICE_BINDING_ROO\u0054", "value": "/b"},
             {"name": "SERVICE_BINDING_ROOT", "value": "/bindings"}]}]}}"#;
-        let node = Node::template(template).expect("JSON");
+        let node = read_text(template).expect("JSON");
         let env = at(&node, &["spec", "containers"])
             .and_then(|c| c.as_list()?.first()?.get("env")?.as_list())
             .expect("env");
@@ -845,7 +818,7 @@ mod tests {
             r#"[]"#,
             r#""text""#,
         ] {
-            let node = Node::template(text).expect(text);
+            let node = read_text(text).expect(text);
             let tree: Value = serde_json::from_str(text).expect(text);
             assert_eq!(node.to_value(), Some(tree.clone()), "{text}");
             assert_eq!(serde_json::to_value(&node).ok(), Some(tree), "{text}");
@@ -855,7 +828,7 @@ mod tests {
             r#"{} {}"#,
             r#"{"metadata": {"annotations": {"k": 1e400}}}"#,
         ] {
-            assert!(Node::template(text).is_none(), "{text}");
+            assert!(read_text(text).is_none(), "{text}");
         }
     }
 }

@@ -3,12 +3,13 @@
 //! Artefacts are recognised by their whole shape, never by a name prefix alone: anything that
 //! merely looks similar is the app owner's configuration, and a change to it is a restage.
 //!
-//! Of a list element (a volume, an env var, a mount) the policy reads only the members read
-//! here (`Place` in `tree.rs`); a member read here that is not read there reads as absent.
+//! [`TEMPLATE`] declares what of a pod template is read: every member read here, and no more.
+//! A member read here that it does not declare reads as absent.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::raw::Tree;
+use crate::raw::Reach::{Shaped, WhenAsked, Whole};
+use crate::raw::{Shape, Tree};
 use crate::view::{at, items, name_of};
 
 /// Volumes projected by servicebinding/runtime: `servicebinding-<ServiceBinding uid>`.
@@ -28,6 +29,48 @@ pub const VMWARE_ANNOTATION_PREFIX: &str = "internal.bindings.labs.vmware.com/pr
 pub const SERVICE_BINDING_ROOT: &str = "SERVICE_BINDING_ROOT";
 /// The only value the projector writes for `SERVICE_BINDING_ROOT`.
 pub const DEFAULT_ROOT: &str = "/bindings";
+
+/// What recognition reads of a pod template: the template's annotations, and of its volumes,
+/// env vars and mounts the members the functions below look at. Volumes, env vars and mounts
+/// are read when first looked into: most are the same in both templates, and never are.
+pub(crate) static TEMPLATE: Shape =
+    Shape::object(&[("metadata", Shaped(&METADATA)), ("spec", Shaped(&POD))]);
+static METADATA: Shape = Shape::object(&[("annotations", Whole)]);
+static POD: Shape = Shape::object(&[
+    ("volumes", Shaped(&VOLUMES)),
+    ("containers", Shaped(&CONTAINERS)),
+    ("initContainers", Shaped(&CONTAINERS)),
+]);
+static CONTAINERS: Shape = Shape::list(Shaped(&CONTAINER));
+static CONTAINER: Shape =
+    Shape::object(&[("env", Shaped(&ENV)), ("volumeMounts", Shaped(&MOUNTS))]);
+/// A volume's name, and the secrets it projects or mounts.
+static VOLUMES: Shape = Shape::list(WhenAsked(&VOLUME));
+static VOLUME: Shape = Shape::object(&[
+    ("name", Whole),
+    ("projected", Shaped(&PROJECTED)),
+    ("secret", Shaped(&SECRET_VOLUME)),
+]);
+static PROJECTED: Shape = Shape::object(&[("sources", Shaped(&SOURCES))]);
+static SOURCES: Shape = Shape::list(Shaped(&SOURCE));
+static SOURCE: Shape = Shape::object(&[("secret", Shaped(&NAMED))]);
+static SECRET_VOLUME: Shape = Shape::object(&[("secretName", Whole)]);
+/// An env var's name and value, and the secret or field it is mapped from.
+static ENV: Shape = Shape::list(WhenAsked(&VAR));
+static VAR: Shape = Shape::object(&[
+    ("name", Whole),
+    ("value", Whole),
+    ("valueFrom", Shaped(&VALUE_FROM)),
+]);
+static VALUE_FROM: Shape = Shape::object(&[
+    ("secretKeyRef", Shaped(&NAMED)),
+    ("fieldRef", Shaped(&FIELD_REF)),
+]);
+static NAMED: Shape = Shape::object(&[("name", Whole)]);
+static FIELD_REF: Shape = Shape::object(&[("fieldPath", Whole)]);
+/// A mount's volume and path.
+static MOUNTS: Shape = Shape::list(WhenAsked(&MOUNT));
+static MOUNT: Shape = Shape::object(&[("name", Whole), ("mountPath", Whole)]);
 
 /// The built-in recognisers plus the prefixes an operator adds in the settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -26,6 +26,7 @@ use crate::raw::Node;
 use crate::response;
 use crate::settings::Settings;
 use crate::template::artefacts::ArtefactRules;
+use crate::template::artefacts::TEMPLATE;
 use crate::template::classify::{classify, ChangeKind};
 use crate::template::insertion::compare;
 
@@ -279,7 +280,10 @@ fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
         new["spec"]["template"].to_string(),
         old["spec"]["template"].to_string(),
     );
-    let (template, old_template) = (Node::template(&new_text), Node::template(&old_text));
+    let (template, old_template) = (
+        Node::template(&new_text, &TEMPLATE),
+        Node::template(&old_text, &TEMPLATE),
+    );
     let decision = decide(
         &Admission {
             operation: "UPDATE",
@@ -525,8 +529,8 @@ fn insert(template: &mut Value, insertion: &Insertion) {
     }
 }
 
-/// JSON text of any shape, its keys drawn from the members a template read (`tree.rs`) treats
-/// apart, so that levels of unusual shapes, repeated keys and look-alike members all occur.
+/// JSON text of any shape, its keys drawn from the members a template's shape (`TEMPLATE`)
+/// reads, so that levels of unusual shapes, repeated keys and look-alike members all occur.
 fn template_like() -> impl Strategy<Value = String> {
     let leaf = prop::sample::select(vec!["null", "true", "1", "1.0", "\"a\"", "\"\""])
         .prop_map(str::to_string);
@@ -720,7 +724,7 @@ proptest! {
             text.expect("serialisable")
         };
         let (a_text, b_text) = (text(a, false), text(b, pretty));
-        let read = |t| Node::template(t).expect("JSON");
+        let read = |t| Node::template(t, &TEMPLATE).expect("JSON");
         prop_assert_eq!(compare(&read(&a_text), &read(&b_text), &rules), classify(a, b, &rules));
     }
 
@@ -736,7 +740,7 @@ proptest! {
         }
         let rules = extra_rules();
         let (a_text, b_text) = (old.to_string(), new.to_string());
-        let read = |t| Node::template(t).expect("JSON");
+        let read = |t| Node::template(t, &TEMPLATE).expect("JSON");
         prop_assert_eq!(compare(&read(&a_text), &read(&b_text), &rules), classify(&old, &new, &rules));
         // And removed: the change back.
         prop_assert_eq!(compare(&read(&b_text), &read(&a_text), &rules), classify(&new, &old, &rules));
@@ -745,7 +749,7 @@ proptest! {
     #[test]
     fn templates_of_any_shape_classify_as_whole_trees(old in template_like(), new in template_like()) {
         let rules = extra_rules();
-        let read = |t| Node::template(t).expect("JSON");
+        let read = |t| Node::template(t, &TEMPLATE).expect("JSON");
         let tree = |t: &str| serde_json::from_str::<Value>(t).expect("JSON");
         prop_assert_eq!(
             compare(&read(&old), &read(&new), &rules),

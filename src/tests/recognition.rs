@@ -7,14 +7,18 @@ use serde_json::{json, Value};
 use restage_gate_testkit::korifi::runner_write;
 use restage_gate_testkit::lookalike::{self, change_root, declare_root};
 use restage_gate_testkit::projector::{project, project_vmware, unproject, Binding};
+use restage_gate_testkit::secret_volume;
 
 use super::{
-    annotation, bound, check, held, orders_db, set, template_of, unbound, update, upsi, with,
+    annotation, bound, check, held, orders_db, push, set, template_of, unbound, update, upsi, with,
     Expect, EARLIER,
 };
 use crate::markers::{HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION};
-use crate::template::artefacts::ArtefactRules;
+use crate::raw::{Node, Tree};
+use crate::settings::Settings;
+use crate::template::artefacts::{containers, ArtefactRules, Artefacts, TEMPLATE};
 use crate::template::classify::{classify, ChangeKind};
+use crate::view::{at, items};
 
 const UID: &str = "7a6b5c4d-3e2f-4a1b-8c9d-0e1f2a3b4c5d";
 
@@ -181,4 +185,61 @@ fn annotations_that_only_share_the_projectors_prefix_are_the_apps_own() {
     let binding = Binding::new(UID, "cache", "cache-secret");
     let bound_twice = with(old.clone(), |s| project(s, &binding));
     assert_eq!(kind(&old, &bound_twice), ChangeKind::BindingOnly);
+}
+
+/// What recognition says of every part of a template: each volume, env var, mount and
+/// annotation, the bindings by name, the secrets, and the template as a whole.
+fn recognised<T: Tree>(rules: &ArtefactRules, template: &T) -> String {
+    let artefacts = Artefacts::for_templates(rules, &[template]);
+    let volumes: Vec<bool> = items(at(template, &["spec", "volumes"]))
+        .map(|v| artefacts.is_volume(v))
+        .collect();
+    let (mut envs, mut mounts) = (Vec::new(), Vec::new());
+    for container in containers(template) {
+        envs.extend(items(container.get("env")).map(|e| artefacts.is_env(e)));
+        mounts.extend(items(container.get("volumeMounts")).map(|m| artefacts.is_mount(m)));
+    }
+    let annotations: Vec<(&str, bool)> = at(template, &["metadata", "annotations"])
+        .into_iter()
+        .flat_map(|a| a.members())
+        .map(|(key, _)| (key, artefacts.is_annotation(key)))
+        .collect();
+    let bindings: Vec<String> = artefacts.bindings(template).into_keys().collect();
+    format!(
+        "present {} root {} secrets {:?} bindings {bindings:?} volumes {volumes:?} \
+         env {envs:?} mounts {mounts:?} annotations {annotations:?}",
+        artefacts.present_in(template),
+        artefacts.has_projector_root(template),
+        artefacts.secrets_in(template),
+    )
+}
+
+#[test]
+fn recognition_sees_the_same_in_a_template_read_to_its_shape_as_in_its_tree() {
+    // Every implementation's artefacts, the app's look-alikes, and the members of each that
+    // recognition never looks at.
+    let mut db = orders_db();
+    db.env.push(("DB_TYPE".into(), "type".into()));
+    let mut sts = vmware_bind(&with(bound(), |s| project(s, &db)));
+    for (_, volume) in lookalike::volumes() {
+        lookalike::mount(&mut sts, &volume);
+    }
+    let sts = secret_volume::attach(sts, "cache", "cache-secret");
+    let sts = with(sts, |s| {
+        push(
+            s,
+            "/spec/template/spec/containers/0/env",
+            json!({"name": "POD",
+            "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}),
+        );
+    });
+    let rules = Settings::from_value(&secret_volume::settings("defer"))
+        .expect("settings")
+        .artefacts;
+    let tree = template_of(&sts);
+    let text = tree.to_string();
+    let read = Node::template(&text, &TEMPLATE).expect("JSON");
+    let seen = recognised(&rules, tree);
+    assert!(seen.contains("cache-secret"), "{seen}");
+    assert_eq!(recognised(&rules, &read), seen);
 }
