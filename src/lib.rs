@@ -70,7 +70,7 @@ pub fn evaluate(payload: &[u8], now: clock::UtcTime) -> ValidationResponse {
 /// Two pod templates, as JSON text, compared as `validate` compares them (for the native
 /// benchmarks); `None` when either is not JSON.
 pub fn compare_templates(old: &str, new: &str, rules: &ArtefactRules) -> Option<Change> {
-    let shape = &template::artefacts::TEMPLATE;
+    let shape = &template::artefacts::TEMPLATE_SHAPE;
     let (old, new) = (
         raw::Node::template(old, shape)?,
         raw::Node::template(new, shape)?,

@@ -98,7 +98,8 @@ pub fn read_plan() -> ReadPlan {
     for kind in workload::kinds().map(|w| w.declared()) {
         let fields = [kind.control].into_iter().chain(kind.reads.iter().copied());
         plan.values.extend(fields.map(|f| f.path));
-        plan.templates.push((kind.template, &artefacts::TEMPLATE));
+        plan.templates
+            .push((kind.template, &artefacts::TEMPLATE_SHAPE));
         for field in kind.status {
             let members = match field.json {
                 Json::ListOf(members) => members,

@@ -14,8 +14,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, UnsafeCell};
 use std::ptr;
 
-/// The region's size: the largest request the benchmarks evaluate (fifty bindings in eight
-/// containers) fits in a quarter of it.
+/// The region's size: the largest request the benchmarks evaluate fits in it with room to
+/// spare.
 pub const REGION: usize = 4 << 20;
 
 #[repr(align(16))]

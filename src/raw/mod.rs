@@ -38,8 +38,8 @@ pub(crate) struct ReadPlan {
 
 /// How deep a pod template is read, declared by the rules: of an object at this place, which
 /// members are read and how (`members`, then `others` for every other key); of a list here,
-/// how its elements are read. A member a shape does not read is never seen by the rules: it
-/// reads as absent.
+/// how its elements are read. A member a shape does not read is kept as text: found, and
+/// compared as JSON, but never a string, list or object to the rules.
 #[derive(Debug)]
 pub struct Shape {
     pub members: &'static [(&'static str, Reach)],

@@ -39,7 +39,7 @@ pub fn starts_with_text(text: &str, prefix: &str) -> bool {
 }
 
 /// `str`'s order (byte by byte), passing over the bytes both share eight at a time: keys
-/// compared while sorting share long prefixes (`projector.servicebinding.io/secret-…`).
+/// compared while sorting often share long prefixes (annotation keys under one domain).
 pub fn text_order(a: &str, b: &str) -> std::cmp::Ordering {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let common = a.len().min(b.len());

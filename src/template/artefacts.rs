@@ -3,8 +3,9 @@
 //! Artefacts are recognised by their whole shape, never by a name prefix alone: anything that
 //! merely looks similar is the app owner's configuration, and a change to it is a restage.
 //!
-//! [`TEMPLATE`] declares what of a pod template is read: every member read here, and no more.
-//! A member read here that it does not declare reads as absent.
+//! [`TEMPLATE_SHAPE`] declares what of a pod template is read: every member read here, and no
+//! more. A member it does not declare is kept as text: found, but never a string, list or
+//! object.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,7 +34,7 @@ pub const DEFAULT_ROOT: &str = "/bindings";
 /// What recognition reads of a pod template: the template's annotations, and of its volumes,
 /// env vars and mounts the members the functions below look at. Volumes, env vars and mounts
 /// are read when first looked into: most are the same in both templates, and never are.
-pub(crate) static TEMPLATE: Shape =
+pub(crate) static TEMPLATE_SHAPE: Shape =
     Shape::object(&[("metadata", Shaped(&METADATA)), ("spec", Shaped(&POD))]);
 static METADATA: Shape = Shape::object(&[("annotations", Whole)]);
 static POD: Shape = Shape::object(&[

@@ -3,7 +3,7 @@
 //!
 //! The comparison walks both templates side by side instead of building stripped copies, so
 //! every field the policy does not know still takes part (as JSON) and nothing is cloned. It
-//! reads any `Tree`: the templates as a request is read (to the shape `artefacts::TEMPLATE`,
+//! reads any `Tree`: the templates as a request is read (to the shape `artefacts::TEMPLATE_SHAPE`,
 //! members recognition never reads left raw), or whole `serde_json` values (tests, tools).
 
 use std::collections::BTreeMap;
@@ -313,7 +313,7 @@ pub fn is_map_or_nothing<T: Tree>(v: Option<&T>) -> bool {
 mod tests {
     use super::*;
     use crate::raw::Node;
-    use crate::template::artefacts::TEMPLATE;
+    use crate::template::artefacts::TEMPLATE_SHAPE;
     use crate::tests::{fixture, template_of};
     use serde_json::{json, Value};
 
@@ -341,7 +341,7 @@ mod tests {
         ];
         let [old, respaced, app_env, other_leaf] = texts
             .each_ref()
-            .map(|t| Node::template(t, &TEMPLATE).expect("read"));
+            .map(|t| Node::template(t, &TEMPLATE_SHAPE).expect("read"));
         let changed = |new| classify(&old, new, &rules).kind;
         assert_eq!(changed(&respaced), ChangeKind::NoChange);
         assert_eq!(changed(&app_env), ChangeKind::Restage);

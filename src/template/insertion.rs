@@ -276,7 +276,7 @@ fn added_members<'t, T: Tree>(
 mod tests {
     use super::*;
     use crate::raw::Node;
-    use crate::template::artefacts::TEMPLATE;
+    use crate::template::artefacts::TEMPLATE_SHAPE;
     use crate::tests::{fixture, template_of};
     use restage_gate_testkit::projector::{project, Binding};
     use serde_json::{json, Value};
@@ -303,8 +303,8 @@ mod tests {
         let rules = ArtefactRules::default();
         let (a, b) = (old.to_string(), new.to_string());
         let (a, b) = (
-            Node::template(&a, &TEMPLATE).expect("JSON"),
-            Node::template(&b, &TEMPLATE).expect("JSON"),
+            Node::template(&a, &TEMPLATE_SHAPE).expect("JSON"),
+            Node::template(&b, &TEMPLATE_SHAPE).expect("JSON"),
         );
         let answer = teller(&a, &b, &rules);
         if let Some(change) = &answer {
@@ -360,8 +360,8 @@ mod tests {
         );
         let rules = ArtefactRules::default();
         let (a, b) = (
-            Node::template(&old, &TEMPLATE).expect("JSON"),
-            Node::template(&new, &TEMPLATE).expect("JSON"),
+            Node::template(&old, &TEMPLATE_SHAPE).expect("JSON"),
+            Node::template(&new, &TEMPLATE_SHAPE).expect("JSON"),
         );
         let change = bind(&inserted(&a, &b).expect("an insertion"), &b, &rules).expect("a bind");
         assert_eq!(change.delta.added, ["orders/db"]);

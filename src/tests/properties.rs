@@ -22,11 +22,11 @@ use super::{changed_paths, EARLIER, NOW};
 use crate::evaluate;
 use crate::markers;
 use crate::policy::{decide, Admission};
-use crate::raw::Node;
+use crate::raw::{Node, Reach, Shape};
 use crate::response;
 use crate::settings::Settings;
 use crate::template::artefacts::ArtefactRules;
-use crate::template::artefacts::TEMPLATE;
+use crate::template::artefacts::TEMPLATE_SHAPE;
 use crate::template::classify::{classify, ChangeKind};
 use crate::template::insertion::compare;
 
@@ -281,8 +281,8 @@ fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
         old["spec"]["template"].to_string(),
     );
     let (template, old_template) = (
-        Node::template(&new_text, &TEMPLATE),
-        Node::template(&old_text, &TEMPLATE),
+        Node::template(&new_text, &TEMPLATE_SHAPE),
+        Node::template(&old_text, &TEMPLATE_SHAPE),
     );
     let decision = decide(
         &Admission {
@@ -529,37 +529,31 @@ fn insert(template: &mut Value, insertion: &Insertion) {
     }
 }
 
-/// JSON text of any shape, its keys drawn from the members a template's shape (`TEMPLATE`)
-/// reads, so that levels of unusual shapes, repeated keys and look-alike members all occur.
+/// Every key a shape reads, at any depth.
+fn keys_read(shape: &'static Shape, keys: &mut Vec<&'static str>) {
+    for (key, _) in shape.members {
+        if !keys.contains(key) {
+            keys.push(key);
+        }
+    }
+    let reaches = shape.members.iter().map(|&(_, reach)| reach);
+    for reach in reaches.chain([shape.others, shape.elements]) {
+        if let Reach::Shaped(inner) | Reach::WhenAsked(inner) = reach {
+            keys_read(inner, keys);
+        }
+    }
+}
+
+/// JSON text of any shape, its keys drawn from the members `TEMPLATE_SHAPE` reads and a few it
+/// does not, so that levels of unusual shapes, repeated keys and look-alike members all occur.
 fn template_like() -> impl Strategy<Value = String> {
     let leaf = prop::sample::select(vec!["null", "true", "1", "1.0", "\"a\"", "\"\""])
         .prop_map(str::to_string);
-    let key = prop::sample::select(vec![
-        "metadata",
-        "spec",
-        "annotations",
-        "labels",
-        "volumes",
-        "containers",
-        "initContainers",
-        "env",
-        "volumeMounts",
-        "name",
-        "image",
-        // What recognition reads of a list element.
-        "projected",
-        "sources",
-        "secret",
-        "secretName",
-        "value",
-        "valueFrom",
-        "secretKeyRef",
-        "fieldRef",
-        "fieldPath",
-        "mountPath",
-        // An escaped key: read as the member it names.
-        r"contai\u006eers",
-    ]);
+    let mut keys = Vec::new();
+    keys_read(&TEMPLATE_SHAPE, &mut keys);
+    // Members nobody reads, and an escaped key, read as the member it names.
+    keys.extend(["labels", "image", r"contai\u006eers"]);
+    let key = prop::sample::select(keys);
     // Deep enough for an element's members: spec.volumes[*].projected.sources[*].secret.name.
     leaf.prop_recursive(8, 64, 4, move |inner| {
         prop_oneof![
@@ -610,7 +604,7 @@ proptest! {
         let written = mutated_object_text(&crate::answer(&payload, NOW));
         prop_assert_eq!(written.as_deref().and_then(repeated_key), None);
         // The template is copied as the request has it, spacing and all (the generated ones
-        // never leave it in doubt where it starts and ends).
+        // never leave it in doubt where it starts).
         if let Some(written) = written {
             let asked = std::str::from_utf8(&payload).ok()
                 .and_then(|text| member_text(text, &["request", "object", "spec", "template"]));
@@ -724,7 +718,7 @@ proptest! {
             text.expect("serialisable")
         };
         let (a_text, b_text) = (text(a, false), text(b, pretty));
-        let read = |t| Node::template(t, &TEMPLATE).expect("JSON");
+        let read = |t| Node::template(t, &TEMPLATE_SHAPE).expect("JSON");
         prop_assert_eq!(compare(&read(&a_text), &read(&b_text), &rules), classify(a, b, &rules));
     }
 
@@ -740,7 +734,7 @@ proptest! {
         }
         let rules = extra_rules();
         let (a_text, b_text) = (old.to_string(), new.to_string());
-        let read = |t| Node::template(t, &TEMPLATE).expect("JSON");
+        let read = |t| Node::template(t, &TEMPLATE_SHAPE).expect("JSON");
         prop_assert_eq!(compare(&read(&a_text), &read(&b_text), &rules), classify(&old, &new, &rules));
         // And removed: the change back.
         prop_assert_eq!(compare(&read(&b_text), &read(&a_text), &rules), classify(&new, &old, &rules));
@@ -749,7 +743,7 @@ proptest! {
     #[test]
     fn templates_of_any_shape_classify_as_whole_trees(old in template_like(), new in template_like()) {
         let rules = extra_rules();
-        let read = |t| Node::template(t, &TEMPLATE).expect("JSON");
+        let read = |t| Node::template(t, &TEMPLATE_SHAPE).expect("JSON");
         let tree = |t: &str| serde_json::from_str::<Value>(t).expect("JSON");
         prop_assert_eq!(
             compare(&read(&old), &read(&new), &rules),

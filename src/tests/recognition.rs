@@ -16,7 +16,7 @@ use super::{
 use crate::markers::{HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION};
 use crate::raw::{Node, Tree};
 use crate::settings::Settings;
-use crate::template::artefacts::{containers, ArtefactRules, Artefacts, TEMPLATE};
+use crate::template::artefacts::{containers, ArtefactRules, Artefacts, TEMPLATE_SHAPE};
 use crate::template::classify::{classify, ChangeKind};
 use crate::view::{at, items};
 
@@ -216,11 +216,16 @@ fn recognised<T: Tree>(rules: &ArtefactRules, template: &T) -> String {
 
 #[test]
 fn recognition_sees_the_same_in_a_template_read_to_its_shape_as_in_its_tree() {
-    // Every implementation's artefacts, the app's look-alikes, and the members of each that
+    // servicebinding/runtime's artefacts (in an init container too), VMware's, a volume of
+    // `extraVolumePrefixes`, env mappings, the app's look-alikes, and members of each that
     // recognition never looks at.
     let mut db = orders_db();
     db.env.push(("DB_TYPE".into(), "type".into()));
-    let mut sts = vmware_bind(&with(bound(), |s| project(s, &db)));
+    let migrate = json!({"name": "migrate", "image": "migrate:1"});
+    let sts = with(bound(), |s| {
+        push(s, "/spec/template/spec/initContainers", migrate)
+    });
+    let mut sts = vmware_bind(&with(sts, |s| project(s, &db)));
     for (_, volume) in lookalike::volumes() {
         lookalike::mount(&mut sts, &volume);
     }
@@ -238,7 +243,7 @@ fn recognition_sees_the_same_in_a_template_read_to_its_shape_as_in_its_tree() {
         .artefacts;
     let tree = template_of(&sts);
     let text = tree.to_string();
-    let read = Node::template(&text, &TEMPLATE).expect("JSON");
+    let read = Node::template(&text, &TEMPLATE_SHAPE).expect("JSON");
     let seen = recognised(&rules, tree);
     assert!(seen.contains("cache-secret"), "{seen}");
     assert_eq!(recognised(&rules, &read), seen);
