@@ -33,7 +33,8 @@ pub const DEFAULT_ROOT: &str = "/bindings";
 
 /// What recognition reads of a pod template: the template's annotations, and of its volumes,
 /// env vars and mounts the members the functions below look at. Volumes, env vars and mounts
-/// are read when first looked into: most are the same in both templates, and never are.
+/// are read when first looked into: most are the same text in both templates, and are never
+/// looked into.
 pub(crate) static TEMPLATE_SHAPE: Shape =
     Shape::object(&[("metadata", Shaped(&METADATA)), ("spec", Shaped(&POD))]);
 static METADATA: Shape = Shape::object(&[("annotations", Whole)]);

@@ -312,13 +312,41 @@ pub fn is_map_or_nothing<T: Tree>(v: Option<&T>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::Node;
+    use crate::raw::{Node, Reach, Shape};
     use crate::template::artefacts::TEMPLATE_SHAPE;
     use crate::tests::{fixture, template_of};
     use serde_json::{json, Value};
 
     fn kind(old: &Value, new: &Value) -> ChangeKind {
         classify(old, new, &ArtefactRules::default()).kind
+    }
+
+    /// The shape a member of `shape` is read to.
+    fn shape_of(shape: &'static Shape, key: &str) -> &'static Shape {
+        match shape.members.iter().find(|(k, _)| *k == key) {
+            Some((_, Reach::Shaped(inner))) => inner,
+            other => panic!("{key} is not read to a shape of its own: {other:?}"),
+        }
+    }
+
+    fn keys(shape: &Shape) -> Vec<&str> {
+        shape.members.iter().map(|(k, _)| *k).collect()
+    }
+
+    #[test]
+    fn the_members_compared_apart_are_the_ones_the_template_shape_reads() {
+        // One compared apart but kept as text would show recognition nothing; one read but not
+        // compared apart would be read for nothing.
+        let pod = shape_of(&TEMPLATE_SHAPE, "spec");
+        assert_eq!(keys(&TEMPLATE_SHAPE), TEMPLATE_APART);
+        assert_eq!(keys(shape_of(&TEMPLATE_SHAPE, "metadata")), METADATA_APART);
+        assert_eq!(keys(pod), POD_SPEC_APART);
+        for list in ["containers", "initContainers"] {
+            let Reach::Shaped(container) = shape_of(pod, list).elements else {
+                panic!("{list}: containers not read to a shape");
+            };
+            assert_eq!(keys(container), CONTAINER_APART, "{list}");
+        }
     }
 
     #[test]
