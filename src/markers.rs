@@ -12,8 +12,11 @@ pub const HELD_LABEL: &str = "restage-gate.io/held";
 pub const MARKER_PREFIX: &str = "restage-gate.io/";
 pub const HELD_SINCE_ANNOTATION: &str = "restage-gate.io/held-since";
 pub const PENDING_ANNOTATION: &str = "restage-gate.io/pending";
-/// Set by an operator (any value) to apply the held changes now.
+/// Set by an operator to apply the held changes now: any value but [`RELEASE_IN_WINDOW`].
 pub const RELEASE_ANNOTATION: &str = "restage-gate.io/release";
+/// The release annotation's value that releases only while a maintenance window is open, so that
+/// a scheduled writer needs to know nothing of the windows: the settings stay their one source.
+pub const RELEASE_IN_WINDOW: &str = "window";
 
 /// The annotations every kind shares; each kind adds the one that remembers its control.
 const ANNOTATIONS: [&str; 3] = [
@@ -56,8 +59,21 @@ pub fn is_held(object: &Value) -> bool {
     at(object, &["metadata", "labels", HELD_LABEL]).and_then(Value::as_str) == Some("true")
 }
 
-pub fn release_requested(object: &Value) -> bool {
-    at(object, &["metadata", "annotations", RELEASE_ANNOTATION]).is_some_and(|v| !v.is_null())
+/// What the release annotation on an object asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseRequest {
+    Now,
+    /// Release if a maintenance window is open; otherwise only drop the request.
+    InWindow,
+}
+
+pub fn release_request(object: &Value) -> Option<ReleaseRequest> {
+    let value = at(object, &["metadata", "annotations", RELEASE_ANNOTATION])?;
+    match value.as_str() {
+        _ if value.is_null() => None,
+        Some(RELEASE_IN_WINDOW) => Some(ReleaseRequest::InWindow),
+        _ => Some(ReleaseRequest::Now),
+    }
 }
 
 pub fn read<'a>(object: &'a Value, remembered_key: &str) -> Markers<'a> {
@@ -174,15 +190,19 @@ mod tests {
     }
 
     #[test]
-    fn a_release_request_is_any_value_of_the_annotation() {
+    fn a_release_request_is_any_value_of_the_annotation_and_window_waits_for_one() {
+        use ReleaseRequest::{InWindow, Now};
         for (value, want) in [
-            (json!("now"), true),
-            (json!(""), true),
-            (Value::Null, false),
+            (json!("now"), Some(Now)),
+            (json!(""), Some(Now)),
+            (json!("Window"), Some(Now)),
+            (json!(true), Some(Now)),
+            (json!(RELEASE_IN_WINDOW), Some(InWindow)),
+            (Value::Null, None),
         ] {
             let sts = json!({"metadata": {"annotations": {RELEASE_ANNOTATION: value}}});
-            assert_eq!(release_requested(&sts), want, "{value}");
+            assert_eq!(release_request(&sts), want, "{value}");
         }
-        assert!(!release_requested(&json!({"metadata": {}})));
+        assert_eq!(release_request(&json!({"metadata": {}})), None);
     }
 }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::clock::UtcTime;
-use crate::markers::{self, Hold, MARKER_PREFIX};
+use crate::markers::{self, Hold, ReleaseRequest, MARKER_PREFIX};
 use crate::pending;
 use crate::raw::{ReadPlan, Tree};
 use crate::settings::{Mode, Settings};
@@ -185,10 +185,15 @@ pub(crate) fn decide_with<'a, T: Tree>(
         },
         Mode::Reject => Decision::Accept,
         Mode::Defer if held => {
-            if markers::release_requested(object) {
+            let requested = markers::release_request(object);
+            if requested == Some(ReleaseRequest::Now) {
                 release("release requested".into())
             } else if let Some(window) = window {
-                release(format!("maintenance window {window}"))
+                let asked = match requested {
+                    Some(ReleaseRequest::InWindow) => "release requested in ",
+                    _ => "",
+                };
+                release(format!("{asked}maintenance window {window}"))
             } else if change.kind == ChangeKind::Restage {
                 release("restart or restage".into())
             } else if let Some(why) = roll_now {
@@ -199,7 +204,7 @@ pub(crate) fn decide_with<'a, T: Tree>(
                 keep_hold(request, workload, &change, now)
             }
         }
-        Mode::Defer if markers::release_requested(object) => Decision::NotHeld { workload },
+        Mode::Defer if markers::release_request(object).is_some() => Decision::NotHeld { workload },
         Mode::Defer if would_restart && window.is_none() => match roll_now {
             Some(why) => Decision::RollNow { workload, why },
             None => Decision::Hold {

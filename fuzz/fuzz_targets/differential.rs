@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use restage_gate::clock::UtcTime;
-use restage_gate::markers::{MARKER_PREFIX, RELEASE_ANNOTATION};
+use restage_gate::markers::{MARKER_PREFIX, RELEASE_ANNOTATION, RELEASE_IN_WINDOW};
 use restage_gate::workload::kinds;
 use restage_gate_testkit::admission::{request_for, validation_request};
 use restage_gate_testkit::fixtures;
@@ -42,7 +42,8 @@ enum Edit {
     RolloutRestart,
     Scale(u8),
     Control(u8),
-    Release,
+    /// `restage-gate.io/release`: `now`, or (true) `window`.
+    Release(bool),
     DropMarkers,
     Generation(u8),
     /// Any JSON at one of a few places.
@@ -215,7 +216,10 @@ fn apply(object: Value, edit: &Edit) -> Value {
                 set(&mut o, "/spec/updateStrategy", controls[usize::from(*i) % controls.len()].clone());
             }
         }
-        Edit::Release => kubectl::annotate(&mut o, RELEASE_ANNOTATION, "now"),
+        Edit::Release(in_window) => {
+            let value = if *in_window { RELEASE_IN_WINDOW } else { "now" };
+            kubectl::annotate(&mut o, RELEASE_ANNOTATION, value)
+        }
         Edit::DropMarkers => {
             for map in ["/metadata/labels", "/metadata/annotations"] {
                 if let Some(Value::Object(m)) = o.pointer_mut(map) {

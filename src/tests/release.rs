@@ -7,11 +7,15 @@ use restage_gate_testkit::hold::annotation_path;
 use restage_gate_testkit::kubectl::annotate;
 
 use super::{
-    annotation, bound, check, held, hold_paths, restarted, unbound, update, with, Expect, Request,
+    annotation, bound, check, held, hold_paths, orders_db, restarted, unbound, update, with,
+    Expect, Request,
 };
+use restage_gate_testkit::fixtures;
+use restage_gate_testkit::projector::project;
+
 use crate::markers::{
     self, HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
-    RELEASE_ANNOTATION,
+    RELEASE_ANNOTATION, RELEASE_IN_WINDOW,
 };
 use crate::workload::{StatefulSet, Workload};
 
@@ -179,9 +183,11 @@ fn the_release_annotation_releases_a_held_workload_at_once() {
 
 #[test]
 fn the_release_annotation_on_a_workload_not_held_is_only_removed() {
+    let in_window = |sts| with(sts, |s| annotate(s, RELEASE_ANNOTATION, RELEASE_IN_WINDOW));
     for (name, old, new) in [
         ("no change", bound(), release_requested(bound())),
         ("with a bind", unbound(), release_requested(bound())),
+        ("window, no change", bound(), in_window(bound())),
     ] {
         let r = check(
             name,
@@ -201,4 +207,120 @@ fn the_release_annotation_on_a_workload_not_held_is_only_removed() {
 fn the_release_annotation_in_reject_mode_changes_nothing() {
     let request = update(bound(), release_requested(bound())).settings(json!({"mode": "reject"}));
     check("reject mode", &request, Expect::Plain);
+}
+
+/// Every day, all day: a window open whatever the time.
+fn window_open() -> Value {
+    json!({"maintenanceWindows": [{"days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"],
+        "start": "00:00", "end": "00:00"}]})
+}
+
+/// Windows none of which is open at `NOW` (a Wednesday, 16:51 UTC).
+fn windows_closed() -> [Value; 3] {
+    [
+        json!({}),
+        json!({"maintenanceWindows": [{"days": ["Sat", "Sun"], "start": "02:00", "end": "04:00"}]}),
+        json!({"maintenanceWindows": [{"days": ["Wed"], "start": "16:52", "end": "16:51"},
+            {"days": ["Tue"], "start": "22:00", "end": "16:51"}]}),
+    ]
+}
+
+/// Every kind held with a binding pending, as the fixture workloads are.
+fn held_workloads() -> impl Iterator<Item = (&'static str, Value)> {
+    fixtures::kinds().map(|kind| (kind, held(fixtures::unbound(kind), "+orders-db")))
+}
+
+fn window_requested(object: Value) -> Value {
+    with(object, |o| {
+        annotate(o, RELEASE_ANNOTATION, RELEASE_IN_WINDOW)
+    })
+}
+
+#[test]
+fn a_window_release_inside_a_window_releases_every_kind_as_a_release_now_does() {
+    for (kind, old) in held_workloads() {
+        let window = update(old.clone(), window_requested(old.clone())).settings(window_open());
+        let now = update(old.clone(), release_requested(old)).settings(window_open());
+        let mut paths = hold_paths(kind);
+        paths.push(annotation_path(RELEASE_ANNOTATION));
+        paths.sort();
+        let released = check(kind, &window, Expect::Mutated("released", paths));
+        assert_eq!(
+            released.mutated_object,
+            now.run().mutated_object,
+            "{kind}: the object a release now leaves"
+        );
+        let reason = audit(&window, "reason").unwrap_or_default();
+        assert!(
+            reason.starts_with("release requested in maintenance window "),
+            "{kind}: {reason}"
+        );
+        assert_eq!(audit(&window, "released").as_deref(), Some("+orders-db"));
+    }
+}
+
+#[test]
+fn a_window_release_outside_every_window_only_drops_the_request() {
+    for (kind, old) in held_workloads() {
+        for settings in windows_closed() {
+            let request = update(old.clone(), window_requested(old.clone())).settings(settings);
+            let name = format!("{kind} {}", request.settings);
+            let r = check(
+                &name,
+                &request,
+                Expect::Mutated("held", vec![annotation_path(RELEASE_ANNOTATION)]),
+            );
+            assert_eq!(
+                r.mutated_object.as_ref(),
+                Some(&old),
+                "{name}: the stored object, unchanged, so the API server writes nothing"
+            );
+            assert_eq!(audit(&request, "pending").as_deref(), Some("+orders-db"));
+        }
+    }
+}
+
+#[test]
+fn a_window_release_outside_a_window_keeps_a_bind_in_the_same_write_held() {
+    let old = held(bound(), "+x");
+    let new = window_requested(with(old.clone(), |s| project(s, &orders_db())));
+    let [_, saturday, _] = windows_closed();
+    let request = update(old, new.clone()).settings(saturday);
+    let r = request.run();
+    assert_eq!(audit(&request, "decision").as_deref(), Some("held"));
+    assert_eq!(audit(&request, "pending").as_deref(), Some("+x +orders-db"));
+    let sts = r.mutated_object.expect("request dropped");
+    assert_eq!(annotation(&sts, RELEASE_ANNOTATION), None);
+    assert_eq!(sts["spec"]["template"], new["spec"]["template"]);
+    assert_eq!(sts["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
+}
+
+#[test]
+fn a_window_release_outside_a_window_still_lets_a_restage_release() {
+    for (kind, old) in held_workloads() {
+        let restage = with(window_requested(old.clone()), restarted);
+        let [_, saturday, _] = windows_closed();
+        let request = update(old, restage).settings(saturday);
+        assert_eq!(
+            audit(&request, "decision").as_deref(),
+            Some("released"),
+            "{kind}"
+        );
+        assert_eq!(
+            audit(&request, "reason").as_deref(),
+            Some("restart or restage"),
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn a_window_release_in_reject_mode_changes_nothing() {
+    let old = held(bound(), "+orders-db");
+    for settings in [window_open(), json!({})] {
+        let mut settings = settings;
+        settings["mode"] = json!("reject");
+        let request = update(old.clone(), window_requested(old.clone())).settings(settings);
+        check("reject mode", &request, Expect::Plain);
+    }
 }

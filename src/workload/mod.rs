@@ -200,11 +200,13 @@ const READS_GENERATION: Field = Field::new(&GENERATION, Json::Integer);
 const READS_REPLICAS: Field = Field::new(&REPLICAS, Json::Integer);
 const TEMPLATE: &[&str] = &["spec", "template"];
 
-/// Leaves `object` held: the kind's held control and every marker. Returns whether anything
-/// changed.
+/// Leaves `object` held: the kind's held control and every marker, and no release request (one
+/// that did not release, `window` outside every window, is answered by dropping it). Returns
+/// whether anything changed.
 pub fn hold(object: &mut Value, workload: &dyn Workload, hold: &Hold) -> Result<bool, Unwritable> {
     let control = set_at(object, workload.control_path(), workload.held_control())?;
-    Ok(markers::write(object, hold)? | control)
+    let request = markers::remove_release_request(object)?;
+    Ok(markers::write(object, hold)? | control | request)
 }
 
 /// A hold that remembers the API default control: what a workload created without a control
