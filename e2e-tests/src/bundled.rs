@@ -1,16 +1,18 @@
 //! The example requests `make demo` and the bats suite evaluate (`e2e-tests/requests/*.json`): one app
 //! through a bind, a second bind, Korifi's runner writes, a rolling deploy and a scale; then a
-//! DaemonSet bind, a Deployment bind, a Deployment unbind and `kubectl rollout resume` of a
-//! held Deployment.
+//! DaemonSet bind, a Deployment bind, a Deployment unbind, `kubectl rollout resume` of a held
+//! Deployment and the window job's write to a held DaemonSet. Also the held workloads the bats
+//! suite gives the window job's write to (`e2e-tests/fixtures/held/`).
 
 use std::path::PathBuf;
 
+use restage_gate::markers::{RELEASE_ANNOTATION, RELEASE_IN_WINDOW};
 use restage_gate_testkit::admission::{request, review};
 use restage_gate_testkit::edit::with;
-use restage_gate_testkit::fixtures::{daemonset, deployment, orders_binding};
+use restage_gate_testkit::fixtures::{self, daemonset, deployment, orders_binding};
 use restage_gate_testkit::hold::held;
 use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
-use restage_gate_testkit::kubectl::rollout_resume;
+use restage_gate_testkit::kubectl::{annotate, rollout_resume};
 use restage_gate_testkit::projector::{bind, project, unbind};
 use serde_json::{json, Value};
 
@@ -32,6 +34,45 @@ pub fn bundled_request_paths() -> Vec<PathBuf> {
     paths
 }
 
+/// A workload of `kind` held with the `orders-db` binding pending, as restage-gate leaves it.
+pub fn held_workload(kind: &str) -> Value {
+    let binding = orders_binding();
+    let pending = format!("+{}", binding.name);
+    held(
+        bind(fixtures::unbound(kind), &binding),
+        &pending,
+        HELD_SINCE,
+    )
+}
+
+/// A workload after the window job's write (window-release.yaml): `kubectl annotate
+/// statefulsets,daemonsets,deployments --all-namespaces -l restage-gate.io/held=true
+/// restage-gate.io/release=window --overwrite`.
+pub fn window_job_write(object: &Value) -> Value {
+    with(object.clone(), |o| {
+        annotate(o, RELEASE_ANNOTATION, RELEASE_IN_WINDOW)
+    })
+}
+
+/// `e2e-tests/fixtures/held/`: a held workload of every kind, `<kind>.json`, and in
+/// `release-window/<kind>.json` the same after the window job's write, as `kubectl annotate
+/// --local -f <kind>.json restage-gate.io/release=window --overwrite -o json` writes it (the bats
+/// suite checks that it does, and uses the recording where kubectl is not installed).
+pub fn held_fixtures() -> Vec<(PathBuf, Value)> {
+    let dir = fixtures::dir().join("held");
+    restage_gate::workload::kinds()
+        .flat_map(|w| {
+            let file = format!("{}.json", w.kind().to_lowercase());
+            let held = held_workload(w.kind());
+            let annotated = window_job_write(&held);
+            [
+                (dir.join(&file), held),
+                (dir.join("release-window").join(&file), annotated),
+            ]
+        })
+        .collect()
+}
+
 /// (file name, what restage-gate decides in defer mode, AdmissionReview).
 pub fn requests() -> Vec<(&'static str, &'static str, Value)> {
     let bound = with(unbound(), |s| project(s, &upsi()));
@@ -42,7 +83,8 @@ pub fn requests() -> Vec<(&'static str, &'static str, Value)> {
     let held_twice = held(both.clone(), &both_pending, HELD_SINCE);
     let update = |old: &Value, new: &Value| review(&request("UPDATE", old, new));
     let deployment_bound = bind(deployment(), &orders_binding());
-    let deployment_held = held(deployment_bound.clone(), "+orders-db", HELD_SINCE);
+    let deployment_held = held_workload("Deployment");
+    let daemonset_held = held_workload("DaemonSet");
     vec![
         ("01-bind.json", "held", update(&unbound(), &bound)),
         (
@@ -96,6 +138,12 @@ pub fn requests() -> Vec<(&'static str, &'static str, Value)> {
                 &deployment_held,
                 &with(deployment_held.clone(), rollout_resume),
             ),
+        ),
+        (
+            // without a maintenance window, the write never releases
+            "10-window-release.json",
+            "held",
+            update(&daemonset_held, &window_job_write(&daemonset_held)),
         ),
     ]
 }

@@ -1,11 +1,13 @@
 //! A test model of what a cluster does with each write to a workload, driving the compiled
-//! policy: the API server's admission chain (mutating webhooks in configuration-name order,
-//! then validating), the servicebinding.io projector webhook and reconciler, Korifi's
-//! statefulset-runner, kubectl, and the workload's controller with its pods: a StatefulSet, a
-//! DaemonSet or a Deployment with its ReplicaSets.
+//! policy: the API server's admission chain (the ClusterAdmissionPolicies installed, mutating
+//! webhooks in configuration-name order, then validating), the servicebinding.io projector
+//! webhook and reconciler, Korifi's statefulset-runner, kubectl, restage-gate's window job, and
+//! the workload's controller with its pods: a StatefulSet, a DaemonSet or a Deployment with its
+//! ReplicaSets.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use restage_gate::markers::{RELEASE_ANNOTATION, RELEASE_IN_WINDOW};
 use restage_gate_evaluation::admission::Outcome;
 use restage_gate_evaluation::guest::Guest;
 use restage_gate_testkit::admission::{request, validation_request};
@@ -19,21 +21,137 @@ use serde_json::{json, Value};
 
 use crate::host::Module;
 
-/// Where the projector's mutating webhook runs relative to restage-gate's.
+/// Where the projector's mutating webhook runs relative to the mutating policies'. The API
+/// server calls mutating webhooks in the order of their configurations' names. Kubewarden names
+/// a ClusterAdmissionPolicy's configuration `clusterwide-<policy>` before 1.37.2 and
+/// `kw.cap.<policy>` since; both sort before the projector's
+/// `servicebinding-admission-projector`. Mutating policies keep their name order among
+/// themselves in either order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
-    /// The real order: `clusterwide-restage-gate` sorts before `servicebinding-…`.
+    /// The real order: every mutating policy, then the projector.
     PolicyFirst,
+    /// The projector, then every mutating policy.
     ProjectorFirst,
 }
 
-/// How the policy is deployed.
+/// How the one policy of `Cluster::new` is deployed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// `mode: defer`, `mutating: true`: runs in the mutating phase.
     Defer,
     /// `mode: reject`, `mutating: false`: runs in the validating phase, on the final object.
     Reject,
+}
+
+/// The name of the policy `Cluster::new` installs, and the one `uninstall` deletes.
+pub const POLICY_NAME: &str = "restage-gate";
+
+/// The writer of restage-gate's window job (a CronJob running `kubectl annotate`).
+const WINDOW_JOB: &str = "restage-gate window job";
+
+/// A ClusterAdmissionPolicy running the module under test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// `metadata.name`: its webhook configuration's name, so its place among mutating webhooks.
+    pub name: String,
+    /// `spec.settings`.
+    pub settings: Value,
+    /// `spec.mutating`: runs in the mutating phase; otherwise after every mutating webhook, on
+    /// the final object, and a mutation it answers refuses the write.
+    pub mutating: bool,
+    /// `spec.mode: monitor`: never refuses and never mutates; the policy server reports what it
+    /// would have done (`Cluster::reports`).
+    pub monitor: bool,
+}
+
+impl Policy {
+    /// The one policy of `Cluster::new`: `mode` written into `settings`.
+    pub fn of_mode(mode: Mode, settings: Value) -> Policy {
+        let mut settings = settings;
+        settings["mode"] = json!(match mode {
+            Mode::Defer => "defer",
+            Mode::Reject => "reject",
+        });
+        Policy {
+            name: POLICY_NAME.into(),
+            settings,
+            mutating: mode == Mode::Defer,
+            monitor: false,
+        }
+    }
+
+    /// A ClusterAdmissionPolicy manifest as Kubewarden reads it: `spec.mode` defaults to
+    /// `protect`, `spec.mutating` to false, `spec.settings` to none.
+    pub fn from_manifest(manifest: &Value) -> Result<Policy, String> {
+        let kind = &manifest["kind"];
+        if kind != "ClusterAdmissionPolicy" {
+            return Err(format!(
+                "kind is {kind}, not \"ClusterAdmissionPolicy\"; give a ClusterAdmissionPolicy manifest"
+            ));
+        }
+        let name = manifest["metadata"]["name"].as_str().ok_or_else(|| {
+            format!(
+                "metadata.name is {}, not a string; name the policy",
+                manifest["metadata"]["name"]
+            )
+        })?;
+        let spec = &manifest["spec"];
+        let monitor = match &spec["mode"] {
+            Value::Null => false,
+            mode if mode == "protect" => false,
+            mode if mode == "monitor" => true,
+            mode => {
+                return Err(format!(
+                    "{name}: spec.mode is {mode}; write \"protect\" or \"monitor\""
+                ))
+            }
+        };
+        let mutating = match &spec["mutating"] {
+            Value::Null => false,
+            Value::Bool(mutating) => *mutating,
+            other => {
+                return Err(format!(
+                    "{name}: spec.mutating is {other}; write true or false"
+                ))
+            }
+        };
+        let settings = match &spec["settings"] {
+            Value::Null => json!({}),
+            settings @ Value::Object(_) => settings.clone(),
+            other => {
+                return Err(format!(
+                    "{name}: spec.settings is {other}; write a map of settings"
+                ))
+            }
+        };
+        Ok(Policy {
+            name: name.into(),
+            settings,
+            mutating,
+            monitor,
+        })
+    }
+}
+
+/// What a monitor-mode policy would have done with a write: the policy server logs it and lets
+/// the write through unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub policy: String,
+    pub writer: String,
+    /// The message it would have refused the write with.
+    pub refusal: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// A controller that writes the workload on each of its reconciles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Controller {
+    /// Korifi's statefulset-runner, at this many instances.
+    Runner(u32),
+    /// The servicebinding reconciler, projecting every live ServiceBinding.
+    Bindings,
 }
 
 /// The workload the app runs as.
@@ -92,16 +210,16 @@ pub struct Pod {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     pub writer: String,
+    /// The policy that refused it.
+    pub policy: String,
     pub message: String,
 }
 
 pub struct Cluster {
     module: &'static Module,
-    settings: Value,
-    mode: Mode,
+    /// The ClusterAdmissionPolicies installed, by name.
+    policies: Vec<Policy>,
     order: Order,
-    /// Whether the policy is in the admission chain (its ClusterAdmissionPolicy exists).
-    installed: bool,
     pub kind: Kind,
     /// The stored workload, status included.
     pub object: Option<Value>,
@@ -126,6 +244,8 @@ pub struct Cluster {
     pub stuck: Vec<String>,
     /// Admission warnings returned to the writers.
     pub warnings: Vec<String>,
+    /// What monitor-mode policies would have refused, or warned about.
+    pub reports: Vec<Report>,
     /// Writes that stored an object identical to the one stored before.
     pub unchanged_writes: usize,
     version: u32,
@@ -135,7 +255,8 @@ pub struct Cluster {
 
 impl Cluster {
     /// A running app of `kind` with `replicas` pods (a DaemonSet: on that many nodes),
-    /// created from its owner's desired workload at version 0.
+    /// created from its owner's desired workload at version 0, with one policy installed:
+    /// restage-gate in `mode`, with `settings`.
     pub fn new(
         module: &'static Module,
         kind: Kind,
@@ -144,17 +265,22 @@ impl Cluster {
         settings: Value,
         replicas: u32,
     ) -> Self {
-        let mut settings = settings;
-        settings["mode"] = json!(match mode {
-            Mode::Defer => "defer",
-            Mode::Reject => "reject",
-        });
+        let policy = Policy::of_mode(mode, settings);
+        Cluster::with_policies(module, kind, order, vec![policy], replicas)
+    }
+
+    /// A running app as `new` makes it, with `policies` installed (none: no policy at all).
+    pub fn with_policies(
+        module: &'static Module,
+        kind: Kind,
+        order: Order,
+        policies: Vec<Policy>,
+        replicas: u32,
+    ) -> Self {
         let mut cluster = Cluster {
             module,
-            settings,
-            mode,
+            policies: Vec::new(),
             order,
-            installed: true,
             kind,
             object: None,
             live: BTreeMap::new(),
@@ -168,10 +294,14 @@ impl Cluster {
             refused: Vec::new(),
             stuck: Vec::new(),
             warnings: Vec::new(),
+            reports: Vec::new(),
             unchanged_writes: 0,
             version: 0,
             step: None,
         };
+        for policy in policies {
+            cluster.apply_policy(policy);
+        }
         let workload = cluster.desired(0, replicas);
         cluster.create(workload);
         cluster
@@ -218,53 +348,89 @@ impl Cluster {
         replicas.map_or(1, |r| r as u32)
     }
 
-    fn evaluate(&mut self, operation: &str, old: &Value, new: &Value) -> Outcome {
+    fn evaluate(&self, policy: &Policy, operation: &str, old: &Value, new: &Value) -> Outcome {
         let request = request(operation, old, new);
         let response = self
             .module
-            .validate(&validation_request(&self.settings, &request))
+            .validate(&validation_request(&policy.settings, &request))
             .unwrap_or_else(
                 |e| json!({"accepted": false, "message": format!("policy error: {e}")}),
             );
-        let outcome = Outcome::new(&request, &response);
-        self.warnings.extend(outcome.warnings.iter().cloned());
-        outcome
+        Outcome::new(&request, &response)
     }
 
-    /// The API server's admission chain for one write; the object to store, or the refusal.
+    /// The API server's admission chain for one write: the mutating webhooks in name order
+    /// (the policies' and the projector's, as `order` places them), then every validating
+    /// policy on the final object. The object to store, or `None` when it was refused.
     fn admit(&mut self, writer: &str, operation: &str, object: Value) -> Option<Value> {
         let old = self.current();
         let mut object = object;
-        let hooks = match self.order {
-            Order::PolicyFirst => ["policy", "projector"],
-            Order::ProjectorFirst => ["projector", "policy"],
-        };
-        for hook in hooks {
-            if hook == "projector" {
-                for binding in self.live.values() {
-                    project(&mut object, binding);
-                }
-            } else if self.installed && self.mode == Mode::Defer {
-                let outcome = self.evaluate(operation, &old, &object);
-                if !outcome.allowed {
-                    return self.refuse(writer, outcome);
-                }
-                object = outcome.object;
+        let policies = self.policies.clone();
+        let mutating = policies.iter().filter(|p| p.mutating);
+        if self.order == Order::PolicyFirst {
+            for policy in mutating.clone() {
+                object = self.call(policy, writer, operation, &old, object)?;
             }
         }
-        if self.installed && self.mode == Mode::Reject {
-            let outcome = self.evaluate(operation, &old, &object);
-            if !outcome.allowed {
-                return self.refuse(writer, outcome);
+        for binding in self.live.values() {
+            project(&mut object, binding);
+        }
+        if self.order == Order::ProjectorFirst {
+            for policy in mutating {
+                object = self.call(policy, writer, operation, &old, object)?;
             }
+        }
+        for policy in policies.iter().filter(|p| !p.mutating) {
+            object = self.call(policy, writer, operation, &old, object)?;
         }
         Some(object)
     }
 
-    fn refuse(&mut self, writer: &str, outcome: Outcome) -> Option<Value> {
+    /// One policy's webhook on `object`: what it lets through, as Kubewarden's policy server
+    /// answers for its mode.
+    fn call(
+        &mut self,
+        policy: &Policy,
+        writer: &str,
+        operation: &str,
+        old: &Value,
+        object: Value,
+    ) -> Option<Value> {
+        let outcome = self.evaluate(policy, operation, old, &object);
+        if policy.monitor {
+            if !outcome.allowed || !outcome.warnings.is_empty() {
+                self.reports.push(Report {
+                    policy: policy.name.clone(),
+                    writer: writer.into(),
+                    refusal: (!outcome.allowed).then(|| outcome.message.unwrap_or_default()),
+                    warnings: outcome.warnings,
+                });
+            }
+            return Some(object);
+        }
+        self.warnings.extend(outcome.warnings.iter().cloned());
+        if !outcome.allowed {
+            let message = outcome.message.unwrap_or_default();
+            return self.refuse(writer, policy, message);
+        }
+        if policy.mutating {
+            return Some(outcome.object);
+        }
+        if !outcome.patch.is_empty() {
+            let message = format!(
+                "Request rejected by policy {}. The policy attempted to mutate the request, but it is currently configured to not allow mutations.",
+                policy.name
+            );
+            return self.refuse(writer, policy, message);
+        }
+        Some(object)
+    }
+
+    fn refuse(&mut self, writer: &str, policy: &Policy, message: String) -> Option<Value> {
         self.refused.push(Refusal {
             writer: writer.into(),
-            message: outcome.message.unwrap_or_default(),
+            policy: policy.name.clone(),
+            message,
         });
         None
     }
@@ -318,10 +484,23 @@ impl Cluster {
 
     // ---- the policy ----
 
-    /// `kubectl delete clusteradmissionpolicy restage-gate`: the policy leaves the admission
-    /// chain; whatever it left on the workload stays.
+    /// `kubectl apply` of a ClusterAdmissionPolicy: installed, or its settings and modes
+    /// replaced when one of that name is.
+    pub fn apply_policy(&mut self, policy: Policy) {
+        self.policies.retain(|p| p.name != policy.name);
+        let at = self.policies.partition_point(|p| p.name < policy.name);
+        self.policies.insert(at, policy);
+    }
+
+    /// `kubectl delete clusteradmissionpolicy NAME`: the policy leaves the admission chain;
+    /// whatever it left on the workload stays.
+    pub fn delete_policy(&mut self, name: &str) {
+        self.policies.retain(|p| p.name != name);
+    }
+
+    /// `kubectl delete clusteradmissionpolicy restage-gate`.
     pub fn uninstall(&mut self) {
-        self.installed = false;
+        self.delete_policy(POLICY_NAME);
     }
 
     // ---- writers ----
@@ -342,6 +521,16 @@ impl Cluster {
     pub fn bind_pending(&mut self, binding: &Binding) {
         self.secrets.insert(binding.secret.clone());
         self.live.insert(binding.uid.clone(), binding.clone());
+    }
+
+    /// The servicebinding reconciler's write: every live binding projected into the stored
+    /// workload.
+    pub fn project_bindings(&mut self) -> bool {
+        let mut object = self.current();
+        for binding in self.live.values() {
+            project(&mut object, binding);
+        }
+        self.update("servicebinding reconciler", object)
     }
 
     /// `cf unbind-service`: the reconciler unprojects and the binding secret is deleted.
@@ -440,6 +629,19 @@ impl Cluster {
         self.update("kubectl annotate", object)
     }
 
+    /// One run of restage-gate's window job, `kubectl annotate statefulsets,daemonsets,deployments
+    /// --all-namespaces -l restage-gate.io/held=true restage-gate.io/release=window --overwrite`:
+    /// it writes only to a workload its selector matches. Whether it sent a write.
+    pub fn window_job(&mut self) -> bool {
+        if !self.is_held() {
+            return false;
+        }
+        let mut object = self.current();
+        kubectl::annotate(&mut object, RELEASE_ANNOTATION, RELEASE_IN_WINDOW);
+        self.update(WINDOW_JOB, object);
+        true
+    }
+
     /// `kubectl patch KIND NAME --type merge -p PATCH` (RFC 7386).
     pub fn merge_patch(&mut self, patch: &Value) -> bool {
         let mut object = self.current();
@@ -471,6 +673,34 @@ impl Cluster {
     pub fn delete_pod(&mut self, ordinal: usize) {
         self.pods.retain(|p| p.ordinal != ordinal);
         self.reconcile();
+    }
+
+    /// Reconciles `queue` in order, as controller-runtime does: a controller whose write is
+    /// refused is requeued behind the others and, on its next reconcile, computes its write
+    /// again from the stored workload; it gives up after `attempts` writes. For each controller
+    /// of `queue`, the write that was stored (1: the first), or `None`.
+    pub fn run_controllers(
+        &mut self,
+        queue: &[Controller],
+        attempts: usize,
+    ) -> Vec<(Controller, Option<usize>)> {
+        let mut landed: Vec<(Controller, Option<usize>)> =
+            queue.iter().map(|&c| (c, None)).collect();
+        let mut writes = vec![0; queue.len()];
+        let mut due: VecDeque<usize> = (0..queue.len()).collect();
+        while let Some(i) = due.pop_front() {
+            writes[i] += 1;
+            let stored = match queue[i] {
+                Controller::Runner(replicas) => self.runner(replicas),
+                Controller::Bindings => self.project_bindings(),
+            };
+            if stored {
+                landed[i].1 = Some(writes[i]);
+            } else if writes[i] < attempts {
+                due.push_back(i);
+            }
+        }
+        landed
     }
 
     // ---- the controllers ----
@@ -686,4 +916,77 @@ fn binding_names(template: &Value) -> Vec<String> {
                 .map(str::to_string)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_reads_as_kubewarden_defaults_it() {
+        let manifest = json!({"apiVersion": "policies.kubewarden.io/v1",
+            "kind": "ClusterAdmissionPolicy", "metadata": {"name": "restage-gate-guard"},
+            "spec": {"module": "registry://example/restage-gate:v0.1.0"}});
+        assert_eq!(
+            Policy::from_manifest(&manifest),
+            Ok(Policy {
+                name: "restage-gate-guard".into(),
+                settings: json!({}),
+                mutating: false,
+                monitor: false,
+            })
+        );
+        let mut monitor = manifest.clone();
+        monitor["spec"] =
+            json!({"mode": "monitor", "mutating": true, "settings": {"mode": "reject"}});
+        let policy = Policy::from_manifest(&monitor).expect("a policy");
+        assert!(policy.monitor && policy.mutating);
+        assert_eq!(policy.settings, json!({"mode": "reject"}));
+    }
+
+    #[test]
+    fn a_manifest_kubewarden_would_not_read_is_refused_naming_the_field() {
+        let manifest = |spec: Value| json!({"kind": "ClusterAdmissionPolicy", "metadata": {"name": "p"}, "spec": spec});
+        let cases = [
+            (
+                manifest(json!({"mode": "audit"})),
+                "p: spec.mode is \"audit\"",
+            ),
+            (
+                manifest(json!({"mutating": "yes"})),
+                "p: spec.mutating is \"yes\"",
+            ),
+            (manifest(json!({"settings": []})), "p: spec.settings is []"),
+            (
+                json!({"kind": "AdmissionPolicy"}),
+                "kind is \"AdmissionPolicy\"",
+            ),
+            (
+                json!({"kind": "ClusterAdmissionPolicy"}),
+                "metadata.name is null",
+            ),
+        ];
+        for (manifest, want) in cases {
+            let error = Policy::from_manifest(&manifest).expect_err("refused");
+            assert!(error.starts_with(want), "{error}");
+        }
+    }
+
+    #[test]
+    fn the_shorthand_installs_one_policy_named_restage_gate() {
+        let defer = Policy::of_mode(Mode::Defer, json!({"maintenanceWindows": []}));
+        assert_eq!(
+            (defer.name.as_str(), defer.mutating, defer.monitor),
+            (POLICY_NAME, true, false)
+        );
+        assert_eq!(
+            defer.settings,
+            json!({"mode": "defer", "maintenanceWindows": []})
+        );
+        let reject = Policy::of_mode(Mode::Reject, json!({}));
+        assert_eq!(
+            (reject.mutating, &reject.settings),
+            (false, &json!({"mode": "reject"}))
+        );
+    }
 }

@@ -2,9 +2,12 @@
 //! interpreter; the suites and kwctl run it on wasmtime. Both hosts must answer alike, so the
 //! demo cannot show a decision the real runtime would not make.
 
+use std::time::SystemTime;
+
 use restage_gate::clock;
 use restage_gate::markers::HELD_SINCE_ANNOTATION;
 use restage_gate_demo::interpreter;
+use restage_gate_demo::steps::{window_closed, window_open};
 use restage_gate_e2e::bundled;
 use restage_gate_e2e::host::{policy_path, policy_under_test};
 use restage_gate_evaluation::admission::read_request_file;
@@ -39,7 +42,14 @@ fn the_interpreter_answers_every_bundled_request_as_wasmtime_does() {
     let light = light();
     let paths = bundled::bundled_request_paths();
     assert!(!paths.is_empty(), "no bundled requests");
-    for settings in [json!({}), json!({"mode": "reject"})] {
+    // the demo's settings: no window, reject mode, a window open now, one not open now
+    let settings_of_the_demo = [
+        json!({}),
+        json!({"mode": "reject"}),
+        window_open(),
+        window_closed(SystemTime::now()),
+    ];
+    for settings in settings_of_the_demo {
         for path in &paths {
             let request = read_request_file(path).expect("a bundled request");
             let input = json!({"settings": settings, "request": request});

@@ -1,13 +1,21 @@
 //! The product promise, end to end: on the compiled module, through realistic sequences of
 //! platform, servicebinding.io and kubectl writes to a StatefulSet (Korifi's), a DaemonSet and
-//! a Deployment, binds and unbinds restart no pod until the app is restarted or restaged,
-//! which then rolls once with every held change; a Deployment unbind rolls at once, so no pod
-//! ever starts from a template that mounts a deleted secret; in either webhook order. The
-//! table in docs/testing.md ("What it guarantees") is generated from these runs.
+//! a Deployment, binds and unbinds restart no pod until the app is restarted or restaged (or
+//! the window job runs inside a maintenance window), which then rolls once with every held
+//! change; a Deployment unbind rolls at once, so no pod ever starts from a template that mounts
+//! a deleted secret; in either webhook order. The three setups the README offers run as
+//! shipped: the monitor alone (measure first), defer, and defer with its guard, which also
+//! closes the projector's race with Korifi's runner. The table in docs/testing.md ("What it
+//! guarantees") is generated from these runs.
+
+use std::sync::OnceLock;
+use std::time::SystemTime;
 
 use restage_gate::markers::{HELD_SINCE_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION};
-use restage_gate_e2e::cluster::{Cluster, Kind, Mode, Order};
+use restage_gate_demo::steps::{window_closed, window_open};
+use restage_gate_e2e::cluster::{Cluster, Controller, Kind, Mode, Order, Policy};
 use restage_gate_e2e::host::policy_under_test;
+use restage_gate_release::repository;
 use restage_gate_testkit::fixtures::{self, cache_binding};
 use restage_gate_testkit::hold::{
     control_path, default_control, held_control, markers_on, remembered_annotation,
@@ -24,6 +32,51 @@ fn app(kind: Kind, order: Order) -> Cluster {
 
 fn app_with(kind: Kind, order: Order, mode: Mode, settings: Value) -> Cluster {
     Cluster::new(policy_under_test(), kind, mode, order, settings, INSTANCES)
+}
+
+/// A running app with `policies` installed (none: no policy).
+fn app_under(kind: Kind, order: Order, policies: Vec<Policy>) -> Cluster {
+    Cluster::with_policies(policy_under_test(), kind, order, policies, INSTANCES)
+}
+
+/// The ClusterAdmissionPolicy `name` of the install manifest `file`, as a user applies it.
+fn shipped(file: &str, name: &str) -> Policy {
+    let documents = repository::read(&repository::root(), file)
+        .and_then(|text| repository::yaml_documents(file, &text))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let manifest = documents
+        .iter()
+        .find(|d| d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("{file}: no policy {name}"));
+    Policy::from_manifest(manifest).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// A running app with the defer policy and its guard installed.
+fn guarded(kind: Kind, order: Order) -> Cluster {
+    app_under(kind, order, vec![defer(), guard()])
+}
+
+/// `policy.yaml`: defer mode.
+fn defer() -> Policy {
+    shipped("policy.yaml", "restage-gate")
+}
+
+/// `guard.yaml`: reject mode, validating, next to the defer policy.
+fn guard() -> Policy {
+    shipped("guard.yaml", "restage-gate-guard")
+}
+
+/// `monitor.yaml`: reject mode in Kubewarden's monitor mode, to measure first.
+fn monitor() -> Policy {
+    shipped("monitor.yaml", "restage-gate-monitor")
+}
+
+/// `policy` with `settings` added to its own.
+fn with_settings(mut policy: Policy, settings: Value) -> Policy {
+    for (key, value) in settings.as_object().into_iter().flatten() {
+        policy.settings[key] = value.clone();
+    }
+    policy
 }
 
 /// What the table in docs/testing.md shows of a run.
@@ -141,13 +194,82 @@ fn restage(c: &mut Cluster) -> bool {
 
 /// Bound and running with `binding` on every pod, no hold, counters from zero.
 fn running_with(kind: Kind, order: Order, binding: &Binding) -> Cluster {
-    let mut c = app(kind, order);
+    rolled_out(app(kind, order), binding)
+}
+
+/// `c` with `binding` bound and rolled out to every pod, no hold, counters from zero.
+fn rolled_out(mut c: Cluster, binding: &Binding) -> Cluster {
     c.bind(binding);
     restage(&mut c);
     assert!(!c.is_held());
     c.restarts = 0;
     c.rollouts.clear();
     c
+}
+
+/// `c` running with `orders-db`, then held with binds, and for a kind that holds unbinds an
+/// unbind too: `cache` bound, then `orders-db` unbound (a Deployment, which rolls an unbind at
+/// once: the user-provided service bound instead).
+fn held_with_binds(c: Cluster) -> Cluster {
+    let mut c = rolled_out(c, &orders_db());
+    assert!(c.bind(&cache_binding()));
+    let second = if c.kind == Kind::Deployment {
+        assert!(c.bind(&upsi()));
+        format!("+{}", upsi().name)
+    } else {
+        assert!(c.unbind(&orders_db()));
+        "-orders-db".into()
+    };
+    assert_held(&c, &format!("+cache {second}"));
+    c
+}
+
+/// The window job runs twice on a held workload outside every window: it writes, the policy
+/// drops its annotation and keeps the hold, so the API server stores nothing and nothing rolls.
+fn window_job_outside_every_window(c: Cluster) -> Row {
+    let mut c = held_with_binds(c);
+    let held = c.object.clone();
+    let held_pending = pending(&c);
+    for tick in 1..=2 {
+        let unchanged = c.unchanged_writes;
+        assert!(c.window_job(), "tick {tick}: the held workload is selected");
+        assert_eq!(c.object, held, "tick {tick}: the stored workload");
+        assert_eq!(
+            c.unchanged_writes,
+            unchanged + 1,
+            "tick {tick}: stores nothing"
+        );
+    }
+    assert_held(&c, &held_pending);
+    assert!(c.annotation(RELEASE_ANNOTATION).is_none());
+    measure(&mut c, None)
+}
+
+/// A maintenance window opens (the defer policy applied again with one open) and the window
+/// job runs twice: the first run releases, the second selects nothing.
+fn window_job_inside_a_window(mut c: Cluster) -> Row {
+    let row = measure(
+        &mut c,
+        Some(&|c| {
+            c.apply_policy(with_settings(defer(), window_open()));
+            assert!(c.window_job(), "the held workload is selected");
+            assert_released(c);
+            let (stored, restarts) = (c.object.clone(), c.restarts);
+            assert!(!c.window_job(), "not selected any more: no write");
+            assert_eq!((&c.object, c.restarts), (&stored, restarts));
+        }),
+    );
+    let mut want: Vec<String> = if c.kind == Kind::Deployment {
+        vec!["orders-db".into(), "cache".into(), upsi().name]
+    } else {
+        vec!["cache".into()]
+    };
+    want.sort();
+    for mut seen in c.pod_bindings() {
+        seen.sort();
+        assert_eq!(seen, want, "every held change, on every pod");
+    }
+    row
 }
 
 /// A running app with `bindings` bound one after the other.
@@ -185,9 +307,14 @@ impl Scenario {
             Kind::DaemonSet => ("a fourth node joins", "kubectl set image"),
             Kind::Deployment => ("kubectl scale --replicas 4", "kubectl set image"),
         };
+        let held = match kind {
+            Kind::Deployment => "two binds",
+            _ => "a bind and an unbind",
+        };
         self.name
             .replace("{scale}", scale)
             .replace("{deploy}", deploy)
+            .replace("{held}", held)
     }
 }
 
@@ -435,8 +562,7 @@ fn scenarios() -> Vec<Scenario> {
             kinds: Kind::every(),
             name: "bind inside a maintenance window (the bind is the restage)",
             run: |k, o| {
-                let always = json!({"maintenanceWindows": [{"days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "start": "00:00", "end": "00:00"}]});
-                let mut c = app_with(k, o, Mode::Defer, always);
+                let mut c = app_with(k, o, Mode::Defer, window_open());
                 let row = measure(
                     &mut c,
                     Some(&|c| {
@@ -541,6 +667,130 @@ fn scenarios() -> Vec<Scenario> {
                 )
             },
         },
+        Scenario {
+            kinds: Kind::every(),
+            name: "held ({held}), then the window job runs twice, no maintenance window configured (stores nothing)",
+            run: |k, o| window_job_outside_every_window(app(k, o)),
+        },
+        Scenario {
+            kinds: Kind::every(),
+            name: "held ({held}), then the window job runs twice outside the maintenance window (stores nothing)",
+            run: |k, o| window_job_outside_every_window(app_with(k, o, Mode::Defer, window_closed(SystemTime::now()))),
+        },
+        Scenario {
+            kinds: Kind::every(),
+            name: "held ({held}), a maintenance window opens, then the window job runs twice (the first releases)",
+            run: |k, o| window_job_inside_a_window(held_with_binds(app(k, o))),
+        },
+        Scenario {
+            kinds: Kind::every(),
+            name: "monitor only: bind (the bind is the restage: rolls as with no policy; reported, not refused)",
+            run: |k, o| {
+                let bind = |c: &mut Cluster| assert!(c.bind(&orders_db()));
+                let mut c = app_under(k, o, vec![monitor()]);
+                let row = measure(&mut c, Some(&bind));
+                let without = measure(&mut app_under(k, o, vec![]), Some(&bind));
+                assert_eq!(row, without, "as with no policy");
+                let [report] = c.reports.as_slice() else {
+                    panic!("one report: {:?}", c.reports);
+                };
+                assert_eq!(
+                    (report.policy.as_str(), report.writer.as_str()),
+                    (monitor().name.as_str(), "servicebinding reconciler")
+                );
+                let refusal = report.refusal.clone().unwrap_or_default();
+                assert!(refusal.contains("would restart every pod"), "{report:?}");
+                row
+            },
+        },
+        Scenario {
+            kinds: Kind::every(),
+            name: "defer + monitor: bind two, then {deploy} (the monitor sees the hold: reports nothing)",
+            run: |k, o| {
+                let mut c = app_under(k, o, vec![defer(), monitor()]);
+                for binding in [orders_db(), cache_binding()] {
+                    assert!(c.bind(&binding));
+                }
+                assert_held(&c, "+orders-db +cache");
+                let row = measure(&mut c, Some(&|c| assert!(c.rolling_deploy())));
+                assert_released(&c);
+                assert!(c.reports.is_empty(), "{:?}", c.reports);
+                row
+            },
+        },
+        Scenario {
+            kinds: Kind::every(),
+            name: "defer + guard: bind three services in a row, then {scale}, then {deploy}",
+            run: |k, o| {
+                let mut c = guarded(k, o);
+                for binding in [upsi(), orders_db(), cache_binding()] {
+                    assert!(c.bind(&binding), "{}: {} bound", k.name(), binding.name);
+                }
+                assert!(c.scale(INSTANCES + 1));
+                assert_held(&c, &format!("+{} +orders-db +cache", upsi().name));
+                released_by(c, &Cluster::rolling_deploy)
+            },
+        },
+        Scenario {
+            kinds: Kind::every(),
+            name: "defer + guard: bind, then kubectl annotate restage-gate.io/release=now",
+            run: |k, o| {
+                let mut c = guarded(k, o);
+                assert!(c.bind(&orders_db()));
+                released_by(c, &|c| c.annotate(RELEASE_ANNOTATION, "now"))
+            },
+        },
+        Scenario {
+            kinds: Kind::every(),
+            name: "defer + guard: held ({held}), a maintenance window opens, then the window job runs twice",
+            run: |k, o| {
+                let c = held_with_binds(guarded(k, o));
+                window_job_inside_a_window(c)
+            },
+        },
+        Scenario {
+            kinds: KORIFI,
+            name: "defer + guard: bind, then the runner writes three times, then cf restart",
+            run: |k, o| {
+                let mut c = guarded(k, o);
+                assert!(c.bind(&orders_db()));
+                let held = c.object.clone();
+                for _ in 0..3 {
+                    assert!(c.runner(INSTANCES), "the guard accepts the held rewrite");
+                }
+                assert_eq!(c.object, held, "no write loop");
+                released_by(c, &Cluster::cf_restart)
+            },
+        },
+        Scenario {
+            kinds: HELD_BY_STRATEGY,
+            name: "defer + guard: unbind, then kubectl rollout restart",
+            run: |k, o| {
+                let mut c = rolled_out(guarded(k, o), &orders_db());
+                assert!(c.unbind(&orders_db()));
+                assert_held(&c, "-orders-db");
+                released_by(c, &Cluster::rollout_restart)
+            },
+        },
+        Scenario {
+            kinds: DEPLOYMENT,
+            name: "defer + guard: bind, then unbind another service (rolls now, the held bind with it)",
+            run: |k, o| {
+                let mut c = rolled_out(guarded(k, o), &orders_db());
+                assert!(c.bind(&cache_binding()));
+                assert_held(&c, "+cache");
+                released_by(c, &|c| c.unbind(&orders_db()))
+            },
+        },
+        Scenario {
+            kinds: DEPLOYMENT,
+            name: "defer + guard: bind, then kubectl rollout resume",
+            run: |k, o| {
+                let mut c = guarded(k, o);
+                assert!(c.bind(&orders_db()));
+                released_by(c, &Cluster::rollout_resume)
+            },
+        },
     ]
 }
 
@@ -563,48 +813,173 @@ fn render(rows: &[(Kind, String, Row)]) -> String {
     out
 }
 
-#[test]
-fn binding_changes_restart_nothing_until_the_restage_in_either_webhook_order() {
-    let mut rows = Vec::new();
-    for &kind in Kind::every() {
-        for scenario in scenarios().iter().filter(|s| s.kinds.contains(&kind)) {
-            let real = (scenario.run)(kind, Order::PolicyFirst);
-            let swapped = (scenario.run)(kind, Order::ProjectorFirst);
-            let name = scenario.title(kind);
-            assert_eq!(
-                real,
-                swapped,
-                "{} {name}: the webhook order changes nothing",
-                kind.name()
-            );
-            rows.push((kind, name, real));
-        }
-    }
-    for (kind, name, row) in &rows {
-        let kind = kind.name();
-        let reject_mode = name.starts_with("reject mode");
-        assert_eq!(
-            row.restarts_before, 0,
-            "{kind} {name}: no restart before the restage"
-        );
-        if let Some((restarts, rollouts)) = row.at_restage {
-            if !name.contains("half done") {
+/// Every scenario in both webhook orders, with the same results, checked against the promise:
+/// no restart before the restage, one rollout of every running pod at it, refusals only in
+/// reject mode (the guard accepts every held output of the defer policy). Run once per test
+/// binary.
+fn scenario_rows() -> &'static [(Kind, String, Row)] {
+    static ROWS: OnceLock<Vec<(Kind, String, Row)>> = OnceLock::new();
+    ROWS.get_or_init(|| {
+        let mut rows = Vec::new();
+        for &kind in Kind::every() {
+            for scenario in scenarios().iter().filter(|s| s.kinds.contains(&kind)) {
+                let real = (scenario.run)(kind, Order::PolicyFirst);
+                let swapped = (scenario.run)(kind, Order::ProjectorFirst);
+                let name = scenario.title(kind);
                 assert_eq!(
-                    rollouts, 1,
-                    "{kind} {name}: exactly one rollout at the restage"
+                    real,
+                    swapped,
+                    "{} {name}: the webhook order changes nothing",
+                    kind.name()
                 );
-                assert_eq!(
-                    restarts, row.running_at_restage,
-                    "{kind} {name}: every running pod once"
-                );
+                rows.push((kind, name, real));
             }
         }
-        assert_eq!(
-            row.refused > 0,
-            reject_mode,
-            "{kind} {name}: refused writes only in reject mode"
+        for (kind, name, row) in &rows {
+            let kind = kind.name();
+            let reject_mode = name.starts_with("reject mode");
+            assert_eq!(
+                row.restarts_before, 0,
+                "{kind} {name}: no restart before the restage"
+            );
+            if let Some((restarts, rollouts)) = row.at_restage {
+                if !name.contains("half done") {
+                    assert_eq!(
+                        rollouts, 1,
+                        "{kind} {name}: exactly one rollout at the restage"
+                    );
+                    assert_eq!(
+                        restarts, row.running_at_restage,
+                        "{kind} {name}: every running pod once"
+                    );
+                }
+            }
+            assert_eq!(
+                row.refused > 0,
+                reject_mode,
+                "{kind} {name}: refused writes only in reject mode"
+            );
+        }
+        rows
+    })
+}
+
+#[test]
+fn binding_changes_restart_nothing_until_the_restage_in_either_webhook_order() {
+    assert!(!scenario_rows().is_empty());
+}
+
+/// How many writes Korifi's runner makes for one change before it gives up, in the race.
+const ATTEMPTS: usize = 3;
+
+/// What the projector's race leaves before the restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Raced {
+    /// Pods restarted by the race.
+    rolled: bool,
+    held: bool,
+    /// Which of the runner's writes was stored (1: the first).
+    runner_write: usize,
+}
+
+/// The projector's race with Korifi's runner: a ServiceBinding is live but its reconciler has
+/// not projected it yet when the runner rewrites the StatefulSet, which is not held, and the
+/// projector's webhook folds the binding into the runner's write. The runner reconciles first,
+/// then the servicebinding reconciler; a refused write is retried on the runner's next
+/// reconcile. The results differ by webhook order: a row for each, `real` and `swapped` what
+/// each order leaves. A `cf restart` then brings the binding to every pod.
+fn race(
+    setup: &str,
+    policies: &dyn Fn() -> Vec<Policy>,
+    real: Raced,
+    swapped: Raced,
+) -> Vec<(Kind, String, Row)> {
+    [
+        (Order::PolicyFirst, "restage-gate's webhook first, the real order", real),
+        (Order::ProjectorFirst, "the projector's webhook first", swapped),
+    ]
+    .into_iter()
+    .map(|(order, placed, want)| {
+        let name = format!(
+            "the projector race: a binding not yet projected, folded into the runner's write ({setup}; {placed})"
         );
-    }
+        let mut c = app_under(Kind::StatefulSet, order, policies());
+        c.bind_pending(&orders_db());
+        let landed = c.run_controllers(
+            &[Controller::Runner(INSTANCES), Controller::Bindings],
+            ATTEMPTS,
+        );
+        let [(_, Some(runner_write)), (_, Some(1))] = landed[..] else {
+            panic!(
+                "{name}: the runner's write lands within {ATTEMPTS}, the reconciler's first: {landed:?}, refused {:?}",
+                c.refused
+            );
+        };
+        let raced = Raced {
+            rolled: c.restarts > 0,
+            held: c.is_held(),
+            runner_write,
+        };
+        assert_eq!(raced, want, "{name}");
+        assert!(
+            c.refused.iter().all(|r| r.writer == "statefulset-runner"),
+            "{name}: only the runner's racing writes are refused: {:?}",
+            c.refused
+        );
+        assert_eq!(c.refused.len(), runner_write - 1, "{name}");
+        let row = measure(&mut c, None);
+        assert!(c.cf_restart());
+        assert!(
+            c.pod_bindings().iter().all(|b| b == &["orders-db"]),
+            "{name}: cf restart brings the binding to every pod"
+        );
+        (Kind::StatefulSet, name, row)
+    })
+    .collect()
+}
+
+fn race_rows() -> Vec<(Kind, String, Row)> {
+    // restage-gate's webhook sees the runner's write before the projector folds the binding in
+    // and lets it through: the known limit
+    let rolls = Raced {
+        rolled: true,
+        held: false,
+        runner_write: 1,
+    };
+    // restage-gate sees the folded binding and holds it
+    let held = Raced {
+        rolled: false,
+        held: true,
+        runner_write: 1,
+    };
+    // the guard refuses the folded write; the reconciler's projection is held, and the
+    // runner's next write keeps the hold
+    let guarded = Raced {
+        runner_write: 2,
+        ..held
+    };
+    let mut rows = race("defer only", &|| vec![defer()], rolls, held);
+    rows.extend(race(
+        "defer + guard",
+        &|| vec![defer(), guard()],
+        guarded,
+        held,
+    ));
+    rows
+}
+
+#[test]
+fn in_the_projector_race_defer_alone_rolls_in_the_real_order_and_with_the_guard_nothing_rolls() {
+    let rows = race_rows();
+    assert_eq!(rows.len(), 4, "two setups, two orders");
+}
+
+#[test]
+fn the_table_in_docs_testing_md_is_this_run() {
+    let mut rows = scenario_rows().to_vec();
+    rows.extend(race_rows());
+    let place = |kind: &Kind| Kind::every().iter().position(|k| k == kind);
+    rows.sort_by_key(|(kind, _, _)| place(kind));
     check_table(&render(&rows));
 }
 
@@ -630,6 +1005,54 @@ fn the_model_catches_a_pod_started_from_a_template_with_a_deleted_secret() {
             orders_db().secret
         )]
     );
+}
+
+/// The setups the README offers, as their manifests ship: the defer policy mutates, the guard
+/// refuses in the validating phase, the monitor only reports.
+#[test]
+fn the_shipped_policies_are_the_setups_the_scenarios_run() {
+    let deployed = |p: &Policy| (p.mutating, p.monitor, p.settings["mode"].clone());
+    assert_eq!(deployed(&defer()), (true, false, json!("defer")));
+    assert_eq!(deployed(&guard()), (false, false, json!("reject")));
+    assert_eq!(deployed(&monitor()), (false, true, json!("reject")));
+}
+
+/// Inside a maintenance window the defer policy lets a bind roll at once; the guard refuses it
+/// unless its settings have the same windows.
+#[test]
+fn inside_a_window_the_guard_refuses_a_bind_unless_it_has_the_same_windows() {
+    let open = || with_settings(defer(), window_open());
+    for &kind in Kind::every() {
+        for order in [Order::PolicyFirst, Order::ProjectorFirst] {
+            let mut c = app_under(kind, order, vec![open(), guard()]);
+            assert!(!c.bind(&orders_db()), "{}: refused", kind.name());
+            assert_eq!(c.refused[0].policy, guard().name);
+            let same_windows = with_settings(guard(), window_open());
+            let mut c = app_under(kind, order, vec![open(), same_windows]);
+            assert!(c.bind(&orders_db()), "{}: accepted", kind.name());
+            assert_eq!((c.rollouts.len(), c.restarts), (1, INSTANCES as usize));
+        }
+    }
+}
+
+/// Kubewarden refuses a write that a policy deployed with `mutating: false` answers with a
+/// mutation: defer mode deployed so refuses every bind it would hold.
+#[test]
+fn defer_mode_deployed_without_mutating_refuses_the_binds_it_would_hold() {
+    let validating = Policy {
+        mutating: false,
+        ..defer()
+    };
+    for &kind in Kind::every() {
+        let mut c = app_under(kind, Order::PolicyFirst, vec![validating.clone()]);
+        assert!(!c.bind(&orders_db()), "{}", kind.name());
+        assert!(
+            c.refused[0].message.contains("not allow mutations"),
+            "{:?}",
+            c.refused
+        );
+        assert_eq!(c.restarts, 0);
+    }
 }
 
 /// The table in the docs is this run's; `BLESS=1` writes it.

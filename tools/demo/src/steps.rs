@@ -1,22 +1,73 @@
 //! What `make demo` shows: the bundled requests (`e2e-tests/requests/`) in the order they
 //! happen to one app on Korifi, then the other kinds a servicebinding.io runtime binds to, then
-//! reject mode, each with a plain-language account of the request.
+//! the window job, then reject mode, each with a plain-language account of the request.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
 
 /// One decision the demo shows.
 #[derive(Debug, Clone, Copy)]
 pub struct Step {
     /// A file of `e2e-tests/requests/`.
     pub request: &'static str,
-    /// The policy settings, as JSON.
-    pub settings: &'static str,
+    pub settings: Settings,
     pub title: &'static str,
     pub explanation: &'static str,
 }
 
-pub const STEPS: [Step; 10] = [
+/// The policy settings of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settings {
+    /// These settings, as JSON.
+    Json(&'static str),
+    /// One maintenance window, open at the time the demo runs.
+    WindowOpen,
+    /// One maintenance window, not open at the time the demo runs.
+    WindowClosed,
+}
+
+impl Settings {
+    /// The settings for a run at `now`: the policy reads the real clock, so a window open or
+    /// closed "now" is chosen from it.
+    pub fn at(self, now: SystemTime) -> Result<Value, String> {
+        match self {
+            Settings::Json(text) => serde_json::from_str(text).map_err(|e| format!("{text}: {e}")),
+            Settings::WindowOpen => Ok(window_open()),
+            Settings::WindowClosed => Ok(window_closed(now)),
+        }
+    }
+}
+
+/// The days of a maintenance window, Monday first, as the settings name them.
+pub const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+
+/// Settings with a window that is always open: every day, a whole day from midnight.
+pub fn window_open() -> Value {
+    json!({"maintenanceWindows": [{"days": DAYS, "start": "00:00", "end": "00:00"}]})
+}
+
+/// Settings with a window that is open neither on the day of `now` nor on the next (UTC): the
+/// first minute of the day after.
+pub fn window_closed(now: SystemTime) -> Value {
+    let day = DAYS[(weekday(now) + 2) % DAYS.len()];
+    json!({"maintenanceWindows": [{"days": [day], "start": "00:00", "end": "00:01"}]})
+}
+
+/// The UTC day of the week of `now`, Monday = 0 (1970-01-01 was a Thursday); a clock before
+/// 1970 reads as the epoch, as the policy's does.
+pub fn weekday(now: SystemTime) -> usize {
+    let days = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400);
+    // the remainder is below 7
+    ((days + 3) % 7) as usize
+}
+
+pub const STEPS: [Step; 12] = [
     Step {
         request: "01-bind.json",
-        settings: "{}",
+        settings: Settings::Json("{}"),
         title: "A first bind (defer mode, the default)",
         explanation: "`cf bind-service` made the servicebinding.io projector add the binding to \
             the app's StatefulSet: a volume, its mounts and SERVICE_BINDING_ROOT. On its own \
@@ -25,14 +76,14 @@ pub const STEPS: [Step; 10] = [
     },
     Step {
         request: "02-second-bind-while-held.json",
-        settings: "{}",
+        settings: Settings::Json("{}"),
         title: "A second bind while the app is held",
         explanation: "Another service is bound before the app was restarted. The hold stays; \
             only the list of pending bindings grows.",
     },
     Step {
         request: "03-runner-patch-while-held.json",
-        settings: "{}",
+        settings: Settings::Json("{}"),
         title: "Korifi's runner writes the held StatefulSet",
         explanation: "Korifi's statefulset-runner writes its own desired StatefulSet, without \
             the bindings or the hold, as it does whenever the app changes (the projector puts \
@@ -41,7 +92,7 @@ pub const STEPS: [Step; 10] = [
     },
     Step {
         request: "04-rolling-deploy-releases-hold.json",
-        settings: "{}",
+        settings: Settings::Json("{}"),
         title: "A rolling deploy releases the hold",
         explanation: "`cf push --strategy rolling` brings a new droplet: a change the app's \
             owner made, which rolls out as always. restage-gate releases the hold (Korifi's \
@@ -50,14 +101,14 @@ pub const STEPS: [Step; 10] = [
     },
     Step {
         request: "05-scale.json",
-        settings: "{}",
+        settings: Settings::Json("{}"),
         title: "A scale",
         explanation: "`cf scale -i 3` changes only the number of instances: nothing to hold, \
             accepted unchanged.",
     },
     Step {
         request: "06-daemonset-bind.json",
-        settings: "{}",
+        settings: Settings::Json("{}"),
         title: "A bind into a DaemonSet",
         explanation: "A DaemonSet restarts its pods on a template change too. restage-gate holds \
             it as it holds a StatefulSet, with updateStrategy OnDelete: running pods keep \
@@ -66,7 +117,7 @@ pub const STEPS: [Step; 10] = [
     },
     Step {
         request: "07-deployment-bind.json",
-        settings: "{}",
+        settings: Settings::Json("{}"),
         title: "A bind into a Deployment",
         explanation: "A Deployment has no OnDelete. restage-gate holds its rollout by pausing \
             it (spec.paused true), and remembers that it was not paused. While paused, a \
@@ -75,7 +126,7 @@ pub const STEPS: [Step; 10] = [
     },
     Step {
         request: "08-deployment-unbind.json",
-        settings: "{}",
+        settings: Settings::Json("{}"),
         title: "An unbind from a Deployment rolls now",
         explanation: "Unbinding deletes the binding's secret. A paused Deployment would keep \
             creating pods from its old template, which still mounts that secret, and such a \
@@ -84,7 +135,7 @@ pub const STEPS: [Step; 10] = [
     },
     Step {
         request: "09-deployment-rollout-resume.json",
-        settings: "{}",
+        settings: Settings::Json("{}"),
         title: "kubectl rollout resume releases a held Deployment",
         explanation: "kubectl refuses to restart a paused Deployment, so `kubectl rollout \
             resume` is how its operator applies held bindings now. restage-gate takes the \
@@ -92,10 +143,57 @@ pub const STEPS: [Step; 10] = [
             every held binding.",
     },
     Step {
+        request: "10-window-release.json",
+        settings: Settings::WindowClosed,
+        title: "The window job's write, outside every maintenance window",
+        explanation: "The DaemonSet held in step 6 is still held. A CronJob \
+            (window-release.yaml) runs `kubectl annotate statefulsets,daemonsets,deployments \
+            --all-namespaces -l restage-gate.io/held=true restage-gate.io/release=window \
+            --overwrite` every few minutes: it asks every held workload to be released if a \
+            maintenance window is open, and knows nothing of the windows itself (they are in \
+            the policy's settings only). The window here, the first minute of the day after \
+            tomorrow, is not open now, so restage-gate takes the annotation off again and changes nothing else: the DaemonSet stays held \
+            exactly as it was, and no pod restarts.",
+    },
+    Step {
+        request: "10-window-release.json",
+        settings: Settings::WindowOpen,
+        title: "The same write inside a maintenance window",
+        explanation: "The same write while a window is open (here one that lasts all day, \
+            every day) releases the DaemonSet, as `restage-gate.io/release=now` would at any \
+            time: restage-gate puts back the updateStrategy it replaced and removes its \
+            markers, and the DaemonSet rolls its pods once, with the held binding. Workloads \
+            that are not held are not selected by the job, so nothing else restarts.",
+    },
+    Step {
         request: "01-bind.json",
-        settings: r#"{"mode":"reject"}"#,
+        settings: Settings::Json(r#"{"mode":"reject"}"#),
         title: "Reject mode: the first bind again",
         explanation: "With `mode: reject` restage-gate refuses the binding change instead of \
             holding it, and says how to apply it now.",
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_closed_window_is_on_the_day_after_tomorrow_and_the_open_one_on_every_day() {
+        // 2026-11-30 was a Monday
+        let monday = UNIX_EPOCH + Duration::from_secs(1_795_996_800);
+        for (days, want) in [(0, "Wed"), (1, "Thu"), (5, "Mon"), (6, "Tue")] {
+            let now = monday + Duration::from_secs(days * 86_400 + 86_399);
+            assert_eq!(
+                window_closed(now)["maintenanceWindows"][0]["days"],
+                json!([want])
+            );
+        }
+        assert_eq!(window_open()["maintenanceWindows"][0]["days"], json!(DAYS));
+        assert_eq!(
+            Settings::Json(r#"{"mode":"reject"}"#).at(monday),
+            Ok(json!({"mode": "reject"}))
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! `window-release.yaml`, the CronJob that makes maintenance windows act, checked against the
+//! policy it drives: the markers and the kinds table of `restage_gate`, and (in
+//! [`admission_policy`]) the ValidatingAdmissionPolicy that confines the job's identity,
+//! evaluated on the policy's own answers.
+
+mod admission_policy;
+
+use restage_gate::markers::{HELD_LABEL, RELEASE_ANNOTATION, RELEASE_IN_WINDOW};
+use restage_gate::workload;
+use serde_json::{json, Value};
+
+use crate::repository::{self, root};
+
+pub const FILE: &str = "window-release.yaml";
+
+/// The documents of `window-release.yaml`.
+fn documents() -> Vec<Value> {
+    let text = repository::read(&root(), FILE).expect("window-release.yaml");
+    repository::yaml_documents(FILE, &text).expect("YAML")
+}
+
+/// The one document of `kind`.
+fn document(kind: &str) -> Value {
+    let mut found: Vec<Value> = documents()
+        .into_iter()
+        .filter(|d| d["kind"] == kind)
+        .collect();
+    assert_eq!(found.len(), 1, "{FILE}: one {kind}");
+    found.remove(0)
+}
+
+fn job_pod() -> Value {
+    document("CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"].clone()
+}
+
+fn job_container() -> Value {
+    let containers = job_pod()["containers"].clone();
+    assert_eq!(
+        containers.as_array().map(Vec::len),
+        Some(1),
+        "one container"
+    );
+    containers[0].clone()
+}
+
+/// `system:serviceaccount:NAMESPACE:NAME`, the user name of the job's service account.
+fn job_identity() -> String {
+    let job = document("CronJob");
+    format!(
+        "system:serviceaccount:{}:{}",
+        job["metadata"]["namespace"].as_str().expect("a namespace"),
+        job_pod()["serviceAccountName"]
+            .as_str()
+            .expect("a service account")
+    )
+}
+
+/// The resources of the kinds the policy holds, as its rules and RBAC name them.
+fn held_resources() -> Vec<&'static str> {
+    workload::kinds().map(|w| w.declared().resource).collect()
+}
+
+/// The API group of every held kind (one: the manifests name one group).
+fn held_group() -> &'static str {
+    let groups: Vec<&str> = workload::kinds().map(|w| w.declared().group).collect();
+    assert!(groups.iter().all(|g| *g == groups[0]), "{groups:?}");
+    groups[0]
+}
+
+#[test]
+fn the_job_annotates_every_held_workload_of_every_kind_with_one_kubectl_command() {
+    let container = job_container();
+    assert_eq!(container["command"], json!(["/bin/kubectl"]));
+    let want = [
+        "annotate".to_string(),
+        held_resources().join(","),
+        "--all-namespaces".into(),
+        "-l".into(),
+        format!("{HELD_LABEL}=true"),
+        format!("{RELEASE_ANNOTATION}={RELEASE_IN_WINDOW}"),
+        "--overwrite".into(),
+    ];
+    assert_eq!(container["args"], json!(want));
+}
+
+#[test]
+fn the_job_runs_the_official_kubectl_image_pinned_to_a_release() {
+    let image = job_container()["image"]
+        .as_str()
+        .expect("image")
+        .to_string();
+    let version = image
+        .strip_prefix("registry.k8s.io/kubectl:v")
+        .unwrap_or_else(|| panic!("{image}: not registry.k8s.io/kubectl:vX.Y.Z"));
+    let parts: Vec<&str> = version.split('.').collect();
+    assert!(
+        parts.len() == 3 && parts.iter().all(|p| p.parse::<u32>().is_ok()),
+        "{image}: pin a release, vX.Y.Z"
+    );
+}
+
+#[test]
+fn the_job_runs_one_at_a_time_unprivileged_and_bounded() {
+    let job = document("CronJob");
+    let spec = &job["spec"];
+    assert_eq!(spec["concurrencyPolicy"], "Forbid");
+    for field in [
+        "startingDeadlineSeconds",
+        "successfulJobsHistoryLimit",
+        "failedJobsHistoryLimit",
+    ] {
+        assert!(spec[field].is_u64(), "spec.{field}");
+    }
+    let run = &spec["jobTemplate"]["spec"];
+    for field in [
+        "backoffLimit",
+        "activeDeadlineSeconds",
+        "ttlSecondsAfterFinished",
+    ] {
+        assert!(run[field].is_u64(), "jobTemplate.spec.{field}");
+    }
+    let pod = job_pod();
+    assert_eq!(pod["restartPolicy"], "Never");
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    assert!(pod["securityContext"]["runAsUser"].as_u64().unwrap_or(0) > 0);
+    let container = job_container();
+    let context = &container["securityContext"];
+    assert_eq!(context["allowPrivilegeEscalation"], false);
+    assert_eq!(context["readOnlyRootFilesystem"], true);
+    assert_eq!(context["capabilities"]["drop"], json!(["ALL"]));
+    for bound in ["requests", "limits"] {
+        for resource in ["cpu", "memory"] {
+            assert!(
+                container["resources"][bound][resource].is_string(),
+                "resources.{bound}.{resource}"
+            );
+        }
+    }
+}
+
+#[test]
+fn everything_namespaced_lives_in_kubewarden() {
+    for doc in documents() {
+        let namespace = &doc["metadata"]["namespace"];
+        assert!(
+            namespace.is_null() || namespace == "kubewarden",
+            "{}: {namespace}",
+            doc["kind"]
+        );
+    }
+    assert_eq!(
+        document("ServiceAccount")["metadata"]["namespace"],
+        "kubewarden"
+    );
+    assert_eq!(document("CronJob")["metadata"]["namespace"], "kubewarden");
+}
+
+#[test]
+fn the_job_runs_as_the_identity_the_role_binds_and_the_admission_policy_confines() {
+    let account = document("ServiceAccount");
+    let identity = format!(
+        "system:serviceaccount:{}:{}",
+        account["metadata"]["namespace"]
+            .as_str()
+            .expect("namespace"),
+        account["metadata"]["name"].as_str().expect("name"),
+    );
+    assert_eq!(job_identity(), identity);
+
+    let binding = document("ClusterRoleBinding");
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": account["metadata"]["name"],
+                "namespace": account["metadata"]["namespace"]}])
+    );
+    assert_eq!(
+        binding["roleRef"],
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+               "name": document("ClusterRole")["metadata"]["name"]})
+    );
+
+    let policy = document("ValidatingAdmissionPolicy");
+    assert_eq!(
+        policy["spec"]["matchConditions"],
+        json!([{"name": "window-release-job",
+                "expression": format!("request.userInfo.username == '{identity}'")}])
+    );
+    let policy_binding = document("ValidatingAdmissionPolicyBinding");
+    assert_eq!(
+        policy_binding["spec"],
+        json!({"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]})
+    );
+}
+
+/// `kubectl annotate -A -l SELECTOR` lists each resource across all namespaces and merge-patches
+/// each listed object as listed (it fetches again only objects read from files).
+#[test]
+fn the_role_grants_exactly_list_and_patch_on_the_held_kinds() {
+    assert_eq!(
+        document("ClusterRole")["rules"],
+        json!([{"apiGroups": [held_group()], "resources": held_resources(),
+                "verbs": ["list", "patch"]}])
+    );
+}
+
+#[test]
+fn the_admission_policy_matches_every_update_the_job_can_make_and_fails_closed() {
+    let policy = document("ValidatingAdmissionPolicy");
+    let versions: Vec<&str> = workload::kinds().map(|w| w.declared().version).collect();
+    assert!(versions.iter().all(|v| *v == versions[0]), "{versions:?}");
+    assert_eq!(
+        policy["spec"]["matchConstraints"],
+        json!({"resourceRules": [{"apiGroups": [held_group()], "apiVersions": [versions[0]],
+               "resources": held_resources(), "operations": ["UPDATE"]}]})
+    );
+    assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+}
+
+#[test]
+fn the_policy_yaml_holds_the_kinds_the_job_annotates() {
+    let text = repository::read(&root(), "policy.yaml").expect("policy.yaml");
+    let defer = repository::yaml_documents("policy.yaml", &text)
+        .expect("YAML")
+        .into_iter()
+        .find(|d| d["spec"]["settings"]["mode"] == "defer")
+        .expect("the defer policy");
+    let rules = &defer["spec"]["rules"];
+    assert_eq!(rules[0]["resources"], json!(held_resources()), "{rules}");
+    assert_eq!(rules[0]["apiGroups"], json!([held_group()]), "{rules}");
+}
