@@ -19,10 +19,14 @@ VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 
 # make push REGISTRY=host:port/path pushes $(REGISTRY)/restage-gate:v$(VERSION)
 REGISTRY    ?=
 IMAGE        = $(REGISTRY)/restage-gate:v$(VERSION)
+# A kwctl sources file (insecure_sources, source_authorities) for a registry that speaks plain
+# HTTP or has its own certificate authority: kwctl and the release tool both read it.
+KWCTL_SOURCES ?=
+REGISTRY_HOST  = $(firstword $(subst /, ,$(REGISTRY)))
 # The e2e suites evaluate this module.
 export RESTAGE_GATE_WASM := $(CURDIR)/policy.wasm
 
-.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull floor size-check bench bench-instructions profile-functions fuzz fuzz-smoke keys sign verify release-tool signing-tool
+.PHONY: all demo test e2e-tests fmt fmt-check lint clean wasm-target push pull kwctl-sources floor size-check bench bench-instructions profile-functions fuzz fuzz-smoke keys sign verify release-tool signing-tool
 
 all: policy.wasm
 
@@ -58,24 +62,63 @@ signing-tool:
 	@echo "== building restage-gate-release with signing (a few minutes on 2 cores the first time)"
 	@$(CARGO) build --locked --quiet --profile tools -p restage-gate-release
 
+# Sets $sources to the sources file kwctl gets: KWCTL_SOURCES, or for a loopback REGISTRY
+# (127.0.0.0/8, localhost, [::1]: where the release tool uses plain HTTP) one listing it under
+# insecure_sources, since kwctl speaks TLS to any other; empty otherwise, and kwctl reads its own
+# (~/.config/kubewarden/sources.yaml).
+define kwctl_sources
+sources='$(KWCTL_SOURCES)'; \
+if [ -z "$$sources" ]; then \
+  host='$(REGISTRY_HOST)'; name=$$host; \
+  if [[ $$host =~ ^(.*):([0-9]*)$$ ]]; then name=$${BASH_REMATCH[1]}; fi; \
+  octet='(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])'; \
+  if [ "$$name" = localhost ] || [ "$$name" = '[::1]' ] || [[ $$name =~ ^127\.$$octet\.$$octet\.$$octet$$ ]]; then \
+    mkdir -p $(TARGET_DIR)/kwctl-sources; \
+    sources=$(TARGET_DIR)/kwctl-sources/$$host.yml; \
+    printf 'insecure_sources: ["%s"]\nsource_authorities: {}\n' "$$host" > "$$sources"; \
+  fi; \
+fi;
+endef
+# The release tool reads KWCTL_SOURCES when it is given (loopback registries get plain HTTP without).
+RELEASE_SOURCES = $(if $(KWCTL_SOURCES),--sources-path '$(KWCTL_SOURCES)')
+
+# The sources file kwctl gets for REGISTRY (written for a loopback one), or nothing.
+kwctl-sources:
+	@test -n "$(REGISTRY)" || { echo "usage: make kwctl-sources REGISTRY=host:port/path"; exit 1; }
+	@$(kwctl_sources) if [ -n "$$sources" ]; then echo "$$sources"; fi
+
 # kwctl push when kwctl is installed, the project's own tool otherwise; either way the last
 # line is the immutable reference REGISTRY/restage-gate@sha256:….
 push: annotated-policy.wasm
-	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=host:port/path (pushes REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
+	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=host:port/path [KWCTL_SOURCES=sources.yaml] (pushes REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
 	@if command -v $(KWCTL) >/dev/null; then \
-	  echo "$(KWCTL) push annotated-policy.wasm registry://$(IMAGE)"; \
-	  $(KWCTL) push -o json annotated-policy.wasm registry://$(IMAGE) | \
-	    sed -n 's|.*"immutable_ref": *"\(registry://\)\{0,1\}\([^"]*\)".*|\2|p'; \
+	  $(kwctl_sources) \
+	  echo "$(KWCTL) push $${sources:+--sources-path $$sources }annotated-policy.wasm registry://$(IMAGE)"; \
+	  pushed=$$($(KWCTL) push $${sources:+--sources-path "$$sources"} -o json annotated-policy.wasm registry://$(IMAGE) | \
+	    sed -n 's|.*"immutable_ref": *"\(registry://\)\{0,1\}\([^"]*\)".*|\2|p'); \
+	  test -n "$$pushed" || { echo "$(KWCTL) push printed no immutable_ref"; exit 1; }; \
+	  echo "$$pushed"; \
 	else \
 	  $(MAKE) --no-print-directory release-tool; \
 	  $(RELEASE) check-versions; \
-	  $(RELEASE) push annotated-policy.wasm $(IMAGE); \
+	  $(RELEASE) push annotated-policy.wasm $(IMAGE) $(RELEASE_SOURCES); \
 	fi
 
+# kwctl pull when kwctl is installed, the project's own tool otherwise, into pulled-policy.wasm
+# once complete.
 pull:
-	@test -n "$(REGISTRY)" || { echo "usage: make pull REGISTRY=host:port/path (pulls REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
-	@$(MAKE) --no-print-directory release-tool
-	$(RELEASE) pull $(IMAGE) pulled-policy.wasm
+	@test -n "$(REGISTRY)" || { echo "usage: make pull REGISTRY=host:port/path [KWCTL_SOURCES=sources.yaml] (pulls REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
+	@if command -v $(KWCTL) >/dev/null; then \
+	  $(kwctl_sources) \
+	  echo "$(KWCTL) pull $${sources:+--sources-path $$sources }-o pulled-policy.wasm registry://$(IMAGE)"; \
+	  $(KWCTL) pull $${sources:+--sources-path "$$sources"} -o pulled-policy.partial registry://$(IMAGE) || \
+	    { rm -f pulled-policy.partial; exit 1; }; \
+	  mv pulled-policy.partial pulled-policy.wasm; \
+	  echo "pulled-policy.wasm: pulled $(IMAGE)"; \
+	else \
+	  $(MAKE) --no-print-directory release-tool; \
+	  $(RELEASE) pull $(IMAGE) pulled-policy.wasm $(RELEASE_SOURCES); \
+	fi
 
 # cosign key pairs and signatures (COSIGN_PASSWORD from the environment, as cosign reads it).
 KEY_DIR           ?=
@@ -90,12 +133,12 @@ keys:
 sign:
 	@test -n "$(REGISTRY)" -a -n "$(COSIGN_KEY)" || { echo "usage: COSIGN_PASSWORD=… make sign REGISTRY=host:port/path COSIGN_KEY=cosign.key (signs REGISTRY/restage-gate:v$(VERSION), by digest)"; exit 1; }
 	@$(MAKE) --no-print-directory signing-tool
-	$(SIGNING) sign $(IMAGE) $(COSIGN_KEY)
+	$(SIGNING) sign $(IMAGE) $(COSIGN_KEY) $(RELEASE_SOURCES)
 
 verify:
 	@test -n "$(REGISTRY)" -a -n "$(COSIGN_PUBLIC_KEY)" || { echo "usage: make verify REGISTRY=host:port/path COSIGN_PUBLIC_KEY=cosign.pub (checks REGISTRY/restage-gate:v$(VERSION))"; exit 1; }
 	@$(MAKE) --no-print-directory signing-tool
-	$(SIGNING) verify $(IMAGE) $(COSIGN_PUBLIC_KEY)
+	$(SIGNING) verify $(IMAGE) $(COSIGN_PUBLIC_KEY) $(RELEASE_SOURCES)
 
 artifacthub-pkg.yml: metadata.yml questions-ui.yml Cargo.toml | release-tool
 	$(RELEASE) artifacthub metadata.yml questions-ui.yml "$$(date -u +%Y-%m-%dT%H:%M:%SZ)" artifacthub-pkg.yml > artifacthub-pkg.yml.new
@@ -115,6 +158,26 @@ demo: policy.wasm
 	  echo "== $(KWCTL) is not installed: building restage-gate-demo, a waPC host on the wasmi interpreter (under a minute the first time)"; \
 	  $(CARGO) build --locked --profile tools -p restage-gate-demo; \
 	  $(DEMO) -- policy.wasm e2e-tests/requests; \
+	fi
+
+# The settings of every ClusterAdmissionPolicy (and AdmissionPolicy) in POLICY, checked by the
+# module before they reach a policy server, which would refuse every request to a policy whose
+# settings the module refuses, in monitor mode too (failurePolicy does not apply: the server
+# answers). kwctl checks them when it is installed, on its way to evaluating a bundled request;
+# otherwise restage-gate-demo's wasmi host does. Other documents in POLICY are skipped.
+POLICY ?=
+.PHONY: check-settings
+check-settings: policy.wasm
+	@test -n "$(POLICY)" || { echo "usage: make check-settings POLICY=FILE (checks the settings of every ClusterAdmissionPolicy in FILE)"; exit 1; }
+	@if command -v $(KWCTL) >/dev/null; then \
+	  $(MAKE) --no-print-directory annotated-policy.wasm; \
+	  $(CARGO) build --locked --quiet --profile tools -p restage-gate-demo --no-default-features; \
+	  $(DEMO) --no-default-features -- check-settings --kwctl $(KWCTL) \
+	    --request e2e-tests/requests/01-bind.json annotated-policy.wasm "$(POLICY)"; \
+	else \
+	  echo "== $(KWCTL) is not installed: building restage-gate-demo, a waPC host on the wasmi interpreter (under a minute the first time)"; \
+	  $(CARGO) build --locked --quiet --profile tools -p restage-gate-demo; \
+	  $(DEMO) -- check-settings policy.wasm "$(POLICY)"; \
 	fi
 
 FLOOR_WASM  := $(TARGET_DIR)/$(TARGET)/release/restage_gate_floor.wasm
@@ -174,8 +237,31 @@ fuzz-smoke:
 fuzz:
 	$(MAKE) fuzz-smoke FUZZ_SECONDS=600 FUZZ_FLAGS=
 
-test: fmt-check lint policy.wasm floor size-check
+# window-release.yaml against the Kubernetes API schemas, strictly (an unknown field fails), with
+# kubernetes-validate from PyPI in a virtualenv under the cargo target dir: at the oldest version
+# it supports (its ValidatingAdmissionPolicy is GA from 1.30) and the newest the package knows.
+# A document whose kind or apiVersion has no schema there fails too (the tool only warns).
+KUBERNETES_VALIDATE := 1.37.0
+MANIFEST_VENV       := $(TARGET_DIR)/kubernetes-validate-$(KUBERNETES_VALIDATE)
+MANIFEST_VERSIONS   := 1.30.0 $(KUBERNETES_VALIDATE)
+
+.PHONY: check-manifests
+check-manifests:
+	@command -v python3 >/dev/null || { echo "check-manifests: python3 is missing (apt-get install python3 python3-venv)"; exit 1; }
+	@if [ ! -x $(MANIFEST_VENV)/bin/kubernetes-validate ]; then \
+	  echo "== installing kubernetes-validate $(KUBERNETES_VALIDATE) from PyPI into $(MANIFEST_VENV)"; \
+	  python3 -m venv $(MANIFEST_VENV) >/dev/null || { rm -rf $(MANIFEST_VENV); echo "check-manifests: python3 cannot make a virtualenv (apt-get install python3-venv)"; exit 1; }; \
+	  $(MANIFEST_VENV)/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==$(KUBERNETES_VALIDATE) || { rm -rf $(MANIFEST_VENV); exit 1; }; \
+	fi
+	@for k in $(MANIFEST_VERSIONS); do \
+	  echo "== window-release.yaml against the Kubernetes $$k schemas (strict)"; \
+	  out=$$($(MANIFEST_VENV)/bin/kubernetes-validate --strict --quiet -k $$k window-release.yaml 2>&1) || { echo "$$out"; exit 1; }; \
+	  [ -z "$$out" ] || { echo "$$out"; echo "window-release.yaml: not every document was checked against Kubernetes $$k"; exit 1; }; \
+	done
+
+test: fmt-check lint policy.wasm floor size-check check-manifests
 	@command -v docker-registry >/dev/null || echo "registry round trip: SKIPPED, docker-registry is not installed (apt-get install docker-registry)"
+	@command -v htpasswd >/dev/null || echo "registry login round trip: SKIPPED, htpasswd is not installed (apt-get install apache2-utils)"
 	$(CARGO) test --locked --workspace --all-targets 2>&1 | tee $(TARGET_DIR)/test.log
 	@$(MAKE) --no-print-directory e2e-tests
 	@$(MAKE) --no-print-directory fuzz-smoke
@@ -208,4 +294,4 @@ annotated-policy-if-kwctl:
 
 clean:
 	$(CARGO) clean
-	rm -f policy.wasm annotated-policy.wasm pulled-policy.wasm
+	rm -f policy.wasm annotated-policy.wasm pulled-policy.wasm pulled-policy.partial

@@ -6,7 +6,9 @@
 
 pub mod bundled;
 pub mod cluster;
+pub mod docs;
 pub mod host;
 pub mod programs;
 pub mod questions;
+pub mod registry;
 pub mod workloads;

@@ -1,12 +1,14 @@
 //! The kinds the module holds (`restage_gate::workload::KINDS`) are the kinds the project's
-//! files name: the webhook rules of `metadata.yml`, `policy.yaml` and `artifacthub-pkg.yml`,
-//! the Artifact Hub resource list, and the kind table of the design notes. A kind added to the
-//! table and forgotten in a file, or the other way round, fails here.
+//! files name: the webhook rules of `metadata.yml`, of every install manifest and of
+//! `artifacthub-pkg.yml`, the Artifact Hub resource list, and the kind table of the design
+//! notes. A kind added to the table and forgotten in a file, or the other way round, fails
+//! here.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use restage_gate::workload::kinds;
+use restage_gate_release::manifests::cluster_policies;
 use serde_json::Value;
 
 fn read(name: &str) -> String {
@@ -62,19 +64,21 @@ fn metadata_rules_name_every_kind_held_and_no_other() {
 }
 
 #[test]
-fn every_policy_of_policy_yaml_names_every_kind_held_and_no_other() {
-    let text = read("policy.yaml");
-    let mut policies = 0;
-    for document in text.split("\n---\n") {
-        let policy = yaml(document);
-        let name = policy["metadata"]["name"]
-            .as_str()
-            .unwrap_or("?")
-            .to_string();
-        assert_eq!(ruled(&policy["spec"]["rules"], &name), declared(), "{name}");
-        policies += 1;
+fn every_policy_of_the_install_manifests_names_every_kind_held_and_no_other() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let policies = cluster_policies(&root).expect("the install manifests");
+    for p in &policies {
+        let name = format!("{}: {}", p.file, p.name());
+        assert_eq!(
+            ruled(&p.policy["spec"]["rules"], &name),
+            declared(),
+            "{name}"
+        );
     }
-    assert!(policies > 0, "policy.yaml has no policy");
+    assert!(
+        !policies.is_empty(),
+        "no ClusterAdmissionPolicy in the install manifests"
+    );
 }
 
 #[test]

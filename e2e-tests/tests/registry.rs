@@ -1,12 +1,9 @@
 //! The release path against a real registry on 127.0.0.1 (Debian's `docker-registry`):
-//! annotate, push, pull by tag and by digest, evaluate the pulled module, sign and verify it.
-//! Skipped, visibly, when `docker-registry` is not installed (`.ci/run` installs it).
+//! annotate, push, pull by tag and by digest, evaluate the pulled module, sign and verify it,
+//! log in. Skipped, visibly, when `docker-registry` is not installed (`.ci/run` installs it).
+//! `make push` and `make pull` through kwctl: `kwctl_stand_in.rs`.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::{OciImageManifest, OCI_IMAGE_MEDIA_TYPE};
@@ -14,7 +11,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use restage_gate_e2e::bundled;
 use restage_gate_e2e::host::{policy_path, policy_under_test, Module};
-use restage_gate_e2e::programs::installed;
+use restage_gate_e2e::registry::{Registry, HTPASSWD_BIN, REGISTRY_BIN};
 use restage_gate_evaluation::admission::{read_request_file, Outcome};
 use restage_gate_evaluation::guest::Guest;
 use restage_gate_release::metadata;
@@ -23,90 +20,6 @@ use restage_gate_release::repository;
 use restage_gate_release::signing;
 use serde_json::{json, Value};
 use sigstore::cosign::CosignCapabilities;
-
-const REGISTRY_BIN: &str = "docker-registry";
-
-/// A registry process on a free loopback port, always stopped and cleaned up on drop.
-struct Registry {
-    child: Option<Child>,
-    dir: PathBuf,
-    addr: String,
-}
-
-impl Registry {
-    fn start() -> Option<Registry> {
-        let bin = installed(REGISTRY_BIN)?;
-        let port = TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
-            .port();
-        let addr = format!("127.0.0.1:{port}");
-        let dir = std::env::temp_dir().join(format!(
-            "restage-gate-registry-{}-{port}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(dir.join("data")).ok()?;
-        let config = format!(
-            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n",
-            dir.join("data").display()
-        );
-        std::fs::write(dir.join("config.yml"), config).ok()?;
-        let child = Command::new(bin)
-            .arg("serve")
-            .arg(dir.join("config.yml"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let registry = Registry {
-            child: Some(child),
-            dir,
-            addr,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if registry.answers() {
-                return Some(registry);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!(
-            "docker-registry did not answer on {} within 20 s",
-            registry.addr
-        );
-    }
-
-    /// `GET /v2/` answers 200.
-    fn answers(&self) -> bool {
-        let Ok(mut s) = TcpStream::connect(&self.addr) else {
-            return false;
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        let request = format!(
-            "GET /v2/ HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.addr
-        );
-        let mut answer = String::new();
-        s.write_all(request.as_bytes()).is_ok()
-            && s.read_to_string(&mut answer).is_ok()
-            && answer.starts_with("HTTP/1.1 200")
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 fn annotated_module() -> (Vec<u8>, Value) {
     let module = std::fs::read(policy_path()).expect("policy.wasm (make policy.wasm)");
@@ -170,11 +83,11 @@ fn push_and_pull_round_trip_through_a_real_registry() {
     let tagged = format!("{}/policies/restage-gate:v{version}", registry.addr);
 
     let plain = std::fs::read(policy_path()).unwrap_or_default();
-    let refused = oci::push(&plain, &tagged, Transport::HttpsExceptLoopback)
+    let refused = oci::push(&plain, &tagged, &Transport::HttpsExceptLoopback)
         .expect_err("unannotated refused");
     assert!(refused.contains("not annotated"), "{refused}");
 
-    let pushed = oci::push(&annotated, &tagged, Transport::HttpsExceptLoopback).expect("push");
+    let pushed = oci::push(&annotated, &tagged, &Transport::HttpsExceptLoopback).expect("push");
     let (repository, digest) = pushed.split_once('@').expect("an immutable reference");
     assert_eq!(
         repository,
@@ -185,8 +98,8 @@ fn push_and_pull_round_trip_through_a_real_registry() {
         "{pushed}"
     );
 
-    let by_tag = oci::pull(&tagged, Transport::HttpsExceptLoopback).expect("pull by tag");
-    let by_digest = oci::pull(&pushed, Transport::HttpsExceptLoopback).expect("pull by digest");
+    let by_tag = oci::pull(&tagged, &Transport::HttpsExceptLoopback).expect("pull by tag");
+    let by_digest = oci::pull(&pushed, &Transport::HttpsExceptLoopback).expect("pull by digest");
     for pulled in [&by_tag, &by_digest] {
         assert!(
             pulled.module == annotated,
@@ -227,18 +140,24 @@ fn push_and_pull_round_trip_through_a_real_registry() {
             "multi-line usage is not a manifest annotation"
         );
     }
+    // The image spec's mediaType, which kwctl's manifests carry, in the bytes the registry keeps.
+    assert_eq!(stored_manifest(&pushed)["mediaType"], OCI_IMAGE_MEDIA_TYPE);
+    assert_eq!(
+        by_digest.manifest.media_type.as_deref(),
+        Some(OCI_IMAGE_MEDIA_TYPE)
+    );
     let pulled = Module::from_bytes(&by_digest.module).expect("the pulled module compiles");
     assert_eq!(decisions(&pulled), decisions(policy_under_test()));
 
     registry.stop();
     let out = registry.dir.join("pulled.wasm");
-    let err = oci::push(&annotated, &tagged, Transport::HttpsExceptLoopback)
+    let err = oci::push(&annotated, &tagged, &Transport::HttpsExceptLoopback)
         .expect_err("registry stopped");
     assert!(
         err.starts_with(&format!("push to registry {} failed", registry.addr)),
         "{err}"
     );
-    let err = oci::pull(&tagged, Transport::HttpsExceptLoopback)
+    let err = oci::pull(&tagged, &Transport::HttpsExceptLoopback)
         .and_then(|p| oci::write_atomically(&out, &p.module))
         .expect_err("registry stopped");
     assert!(err.contains(&registry.addr), "{err}");
@@ -281,6 +200,22 @@ fn signature_artifact(reference: &str) -> (OciImageManifest, Vec<u8>) {
     })
 }
 
+/// The manifest `reference` names, as the registry keeps it.
+fn stored_manifest(reference: &str) -> Value {
+    let reference: Reference = reference.parse().expect("reference");
+    with_plain_client(async |client| {
+        let (bytes, _) = client
+            .pull_manifest_raw(
+                &reference,
+                &RegistryAuth::Anonymous,
+                &[OCI_IMAGE_MEDIA_TYPE],
+            )
+            .await
+            .expect("manifest");
+        serde_json::from_slice(&bytes).expect("a JSON manifest")
+    })
+}
+
 /// Tags `from`'s manifest as `to` as well, as someone copying a signature would.
 fn copy_manifest(from: &str, to: &str) {
     let (from, to): (Reference, Reference) = (from.parse().expect("from"), to.parse().expect("to"));
@@ -306,7 +241,7 @@ fn signatures_are_cosigns_and_verify_as_policy_servers_verify_them() {
         println!("SKIPPED sign/verify round trip: `{REGISTRY_BIN}` is not installed (apt-get install docker-registry)");
         return;
     };
-    let transport = Transport::HttpsExceptLoopback;
+    let transport = &Transport::HttpsExceptLoopback;
     let (annotated, meta) = annotated_module();
     let version = meta["annotations"][metadata::VERSION]
         .as_str()
@@ -422,5 +357,85 @@ fn signatures_are_cosigns_and_verify_as_policy_servers_verify_them() {
     assert!(
         err.contains("no signature for this digest") && err.contains("do not install"),
         "{err}"
+    );
+}
+
+const USER: &str = "releaser";
+const LOGIN_PASSWORD: &str = "throwaway registry password";
+
+/// The release tool's command line (`restage-gate-release`), with the login given, if any.
+fn release_tool(args: &[&str], login: Option<(&str, &str)>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_release-tool"));
+    command
+        .args(args)
+        .env_remove("REGISTRY_USERNAME")
+        .env_remove("REGISTRY_PASSWORD");
+    if let Some((user, password)) = login {
+        command
+            .env("REGISTRY_USERNAME", user)
+            .env("REGISTRY_PASSWORD", password);
+    }
+    command.output().expect("the release tool runs")
+}
+
+#[test]
+fn the_release_tool_logs_in_with_registry_username_and_password() {
+    let Some(registry) = Registry::start_with_login(USER, LOGIN_PASSWORD) else {
+        println!("SKIPPED login round trip: `{REGISTRY_BIN}` or `{HTPASSWD_BIN}` is not installed (apt-get install docker-registry apache2-utils)");
+        return;
+    };
+    let (annotated, meta) = annotated_module();
+    let module = registry.dir.join("annotated-policy.wasm");
+    std::fs::write(&module, &annotated).expect("writable");
+    let module = module.to_str().expect("UTF-8");
+    let tagged = format!(
+        "{}/policies/restage-gate:v{}",
+        registry.addr,
+        meta["annotations"][metadata::VERSION]
+            .as_str()
+            .expect("version")
+    );
+    let push = ["push", module, &tagged];
+
+    for login in [None, Some((USER, "wrong"))] {
+        let refused = release_tool(&push, login);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{login:?}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "restage-gate-release: push to registry {} failed",
+                registry.addr
+            )) && stderr.contains("401"),
+            "{login:?}: {stderr}"
+        );
+    }
+
+    let pushed = release_tool(&push, Some((USER, LOGIN_PASSWORD)));
+    let stdout = String::from_utf8_lossy(&pushed.stdout);
+    assert!(
+        pushed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pushed.stderr)
+    );
+    let reference = stdout.lines().last().unwrap_or_default();
+    assert!(
+        reference.starts_with(&format!("{}/policies/restage-gate@sha256:", registry.addr)),
+        "{stdout}"
+    );
+    let out = registry.dir.join("pulled-policy.wasm");
+    let pull = ["pull", reference, out.to_str().expect("UTF-8")];
+    assert!(
+        !release_tool(&pull, None).status.success(),
+        "anonymous pull"
+    );
+    let pulled = release_tool(&pull, Some((USER, LOGIN_PASSWORD)));
+    assert!(
+        pulled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pulled.stderr)
+    );
+    assert!(
+        std::fs::read(&out).expect("pulled") == annotated,
+        "the module comes back byte for byte"
     );
 }

@@ -1,6 +1,7 @@
 //! `make demo`: the bundled requests, each explained, then decided by the compiled policy,
 //! through kwctl when it is installed, otherwise in a small waPC host on the wasmi interpreter.
 
+pub mod check_settings;
 #[cfg(feature = "interpreter")]
 pub mod interpreter;
 pub mod kwctl;
@@ -8,6 +9,7 @@ pub mod steps;
 
 use std::io::Write;
 use std::path::Path;
+use std::time::SystemTime;
 
 use restage_gate_evaluation::admission::Outcome;
 use restage_gate_evaluation::summary::summary_line;
@@ -33,18 +35,50 @@ impl Runner {
             }
         }
     }
+
+    /// What the module says of `settings`: `None` when it accepts them, otherwise its message.
+    /// kwctl checks settings only on its way to evaluating a request, `request_path`.
+    pub fn validate_settings(
+        &self,
+        settings: &Value,
+        request_path: &Path,
+    ) -> Result<Option<String>, String> {
+        match self {
+            Runner::Kwctl(kwctl) => kwctl.validate_settings(settings, request_path),
+            #[cfg(feature = "interpreter")]
+            Runner::Interpreter(module) => {
+                use restage_gate_evaluation::guest::Guest;
+                module.validate_settings(settings)
+            }
+        }
+    }
 }
 
-/// Every step of the demo: its account of the request, then the decision, one line (plus the
-/// message and warnings).
+/// Every step of the demo, run now.
 pub fn show(runner: &Runner, requests: &Path, out: &mut impl Write) -> Result<(), String> {
+    show_at(runner, requests, SystemTime::now(), out)
+}
+
+/// Every step of the demo, with the settings for a run at `now`: its account of the request,
+/// the settings when there are any, then the decision, one line (plus the message and
+/// warnings).
+pub fn show_at(
+    runner: &Runner,
+    requests: &Path,
+    now: SystemTime,
+    out: &mut impl Write,
+) -> Result<(), String> {
     for (n, step) in steps::STEPS.iter().enumerate() {
-        let settings: Value = serde_json::from_str(step.settings)
-            .map_err(|e| format!("{}: settings: {e}", step.title))?;
+        let settings =
+            (step.settings.at(now)).map_err(|e| format!("{}: settings: {e}", step.title))?;
         let outcome = runner.evaluate(&settings, &requests.join(step.request))?;
+        let shown = match settings.as_object() {
+            Some(fields) if !fields.is_empty() => format!("   settings: {settings}\n"),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "\n{}. {}\n{}\n\n{}",
+            "\n{}. {}\n{}\n\n{shown}{}",
             n + 1,
             step.title,
             wrap(step.explanation, 92, "   "),

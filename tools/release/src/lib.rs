@@ -3,6 +3,7 @@
 //! and the Artifact Hub package. Its tests check that the files that ship agree with each
 //! other: versions, the install manifests, the settings form, the workflows.
 
+pub mod cli;
 pub mod manifests;
 pub mod metadata;
 pub mod oci;
@@ -11,4 +12,6 @@ pub mod repository;
 #[cfg(feature = "signing")]
 pub mod signing;
 pub mod versions;
+#[cfg(test)]
+mod window_release;
 pub mod workflows;

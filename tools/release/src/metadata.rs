@@ -61,9 +61,6 @@ pub fn annotated(metadata: &Value, protocol_version: &str, readme: &str) -> Resu
             m[key] = default;
         }
     }
-    if let Some(fields) = m.as_object_mut() {
-        fields.remove("contextAware");
-    }
     if !m["annotations"].is_object() {
         m["annotations"] = json!({});
     }
@@ -73,8 +70,25 @@ pub fn annotated(metadata: &Value, protocol_version: &str, readme: &str) -> Resu
 }
 
 /// kwctl's checks: required annotations, title an RFC 1123 name, semver version, rules well
-/// formed, a known protocol version and execution mode.
+/// formed, a known protocol version and execution mode; and the context-aware resources as
+/// current Kubewarden declares them (`contextAwareResources`, a list of `{apiVersion, kind}`),
+/// not the legacy boolean `contextAware`, which current Kubewarden ignores.
 pub fn validate(m: &Value) -> Result<(), String> {
+    if m.get("contextAware").is_some() {
+        return Err("metadata: contextAware is the legacy field; declare contextAwareResources, the list of {apiVersion, kind} the policy reads ([] for none)".into());
+    }
+    let resources = m["contextAwareResources"].as_array();
+    let well_formed = |r: &Value| {
+        ["apiVersion", "kind"]
+            .iter()
+            .all(|k| r[*k].as_str().is_some_and(|v| !v.is_empty()))
+    };
+    if !resources.is_some_and(|list| list.iter().all(well_formed)) {
+        return Err(format!(
+            "metadata: contextAwareResources {} is not a list of {{apiVersion, kind}}",
+            m["contextAwareResources"]
+        ));
+    }
     let annotations = m["annotations"]
         .as_object()
         .ok_or("metadata: annotations missing")?;
@@ -311,7 +325,9 @@ mod tests {
             annotated(&m, "v1", "usage").expect_err("refused")
         };
         type Edit = fn(&mut Value);
-        let cases: [(Edit, &str); 6] = [
+        let cases: [(Edit, &str); 8] = [
+            (|m| m["contextAware"] = json!(false), "metadata: contextAware is the legacy field; declare contextAwareResources, the list of {apiVersion, kind} the policy reads ([] for none)"),
+            (|m| m["contextAwareResources"] = json!([{"kind": "Namespace"}]), "metadata: contextAwareResources [{\"kind\":\"Namespace\"}] is not a list of {apiVersion, kind}"),
             (|m| { m["annotations"].as_object_mut().map(|a| a.remove("io.kubewarden.policy.author")); }, "metadata: annotation io.kubewarden.policy.author is missing or empty; add it to metadata.yml"),
             (|m| m["annotations"][TITLE] = json!("Restage_Gate"), "metadata: io.kubewarden.policy.title \"Restage_Gate\" is not an RFC 1123 name (lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit)"),
             (|m| m["annotations"][VERSION] = json!("0.1"), "metadata: io.kubewarden.policy.version \"0.1\" is not a semantic version such as 1.2.3"),

@@ -14,7 +14,9 @@ use sigstore::cosign::verification_constraint::{PublicKeyVerifier, VerificationC
 use sigstore::cosign::{verify_constraints, ClientBuilder, CosignCapabilities, SignatureLayer};
 use sigstore::crypto::signing_key::SigStoreKeyPair;
 use sigstore::crypto::{SigStoreSigner, SigningScheme};
-use sigstore::registry::{Auth, ClientConfig, ClientProtocol, OciReference};
+use sigstore::registry::{
+    Auth, Certificate, CertificateEncoding, ClientConfig, ClientProtocol, OciReference,
+};
 
 use crate::oci::{self, Transport};
 
@@ -154,16 +156,26 @@ impl Target {
         self.by_digest.to_string()
     }
 
-    async fn resolve(reference: &str, transport: Transport) -> Result<Target, String> {
+    async fn resolve(reference: &str, transport: &Transport) -> Result<Target, String> {
         let image = oci::parse(reference)?;
-        let protocol = match oci::protocol(&image, transport) {
+        let connection = oci::connection(&image, transport)?;
+        let protocol = match connection.protocol {
             oci_client::client::ClientProtocol::Http => ClientProtocol::Http,
             oci_client::client::ClientProtocol::Https => ClientProtocol::Https,
             oci_client::client::ClientProtocol::HttpsExcept(r) => ClientProtocol::HttpsExcept(r),
         };
+        let extra_root_certificates = connection
+            .authorities
+            .into_iter()
+            .map(|data| Certificate {
+                encoding: CertificateEncoding::Pem,
+                data,
+            })
+            .collect();
         let mut client = ClientBuilder::default()
             .with_oci_client_config(ClientConfig {
                 protocol,
+                extra_root_certificates,
                 ..Default::default()
             })
             .build()
@@ -176,8 +188,9 @@ impl Target {
         // The `.sig` tag is derived from the digest the registry reports, as cosign does.
         let (signatures, digest) = client.triangulate(&image, &auth).await.map_err(|e| {
             format!(
-                "cannot read {reference} from registry {} ({e}): push it first (make push REGISTRY=…) and check the reference",
-                image.registry()
+                "cannot read {reference} from registry {} ({}): push it first (make push REGISTRY=…) and check the reference",
+                image.registry(),
+                oci::explain(image.registry(), &e)
             )
         })?;
         Ok(Target {
@@ -209,7 +222,7 @@ pub fn sign(
     reference: &str,
     key: &Path,
     password: &[u8],
-    transport: Transport,
+    transport: &Transport,
 ) -> Result<Signed, String> {
     let signer = signer(key, password)?;
     let own: VerificationConstraintVec = vec![Box::new(
@@ -271,7 +284,7 @@ pub fn sign(
 pub fn verify(
     reference: &str,
     public_key_path: &Path,
-    transport: Transport,
+    transport: &Transport,
 ) -> Result<Verified, String> {
     let key: VerificationConstraintVec = vec![Box::new(public_key(public_key_path)?)];
     oci::runtime()?.block_on(async {
@@ -281,7 +294,7 @@ pub fn verify(
         let layers = target.signature_layers().await?;
         if layers.is_empty() {
             let tag = oci::parse(&signature)?;
-            let tag_exists = oci::client(&tag, transport)
+            let tag_exists = oci::client(&tag, transport)?
                 .fetch_manifest_digest(&tag, &oci::auth())
                 .await
                 .is_ok();

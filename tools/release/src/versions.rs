@@ -1,5 +1,7 @@
-//! One version: Cargo.toml's. metadata.yml, artifacthub-pkg.yml and policy.yaml's module tags
-//! must agree with it; `artifacthub-pkg.yml` is generated from metadata.yml and the README.
+//! One version: Cargo.toml's. metadata.yml, artifacthub-pkg.yml and the module tags of every
+//! install manifest (each top-level file with a ClusterAdmissionPolicy, and the standalone
+//! `docs/policies.yml`) must agree with it; `artifacthub-pkg.yml` is generated from
+//! metadata.yml and the settings form.
 
 use std::path::Path;
 
@@ -65,19 +67,36 @@ pub fn disagreements(root: &Path) -> Vec<String> {
         }
         Err(e) => out.push(e),
     }
-    match read("policy.yaml") {
-        Ok(text) => {
-            for line in text
-                .lines()
-                .map(str::trim)
-                .filter(|l| l.starts_with("module:"))
-            {
-                if !line.ends_with(&format!(":{tag}")) {
-                    out.push(format!("policy.yaml: {line} is not tagged {tag}"));
+    let manifests = match crate::manifests::cluster_policies(root) {
+        Ok(policies) => {
+            let mut files: Vec<String> = policies.into_iter().map(|p| p.file).collect();
+            files.dedup();
+            files
+        }
+        Err(e) => {
+            out.push(e);
+            Vec::new()
+        }
+    };
+    for file in manifests
+        .iter()
+        .map(String::as_str)
+        .chain([crate::manifests::STANDALONE])
+    {
+        match read(file) {
+            Ok(text) => {
+                for line in text
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| l.starts_with("module:"))
+                {
+                    if !line.ends_with(&format!(":{tag}")) {
+                        out.push(format!("{file}: {line} is not tagged {tag}"));
+                    }
                 }
             }
+            Err(e) => out.push(e),
         }
-        Err(e) => out.push(e),
     }
     out
 }
@@ -159,8 +178,7 @@ provider:
 recommendations:
 - url: https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller
 annotations:
-  kubewarden/contextAware: '{context_aware}'
-  kubewarden/mutation: '{mutating}'
+{context_aware}  kubewarden/mutation: '{mutating}'
   kubewarden/questions-ui: |
 {questions}  kubewarden/resources: {resources}
   kubewarden/rules: |
@@ -170,10 +188,31 @@ annotations:
         description = a("io.kubewarden.policy.description"),
         license = a("io.kubewarden.policy.license"),
         source = a(metadata::SOURCE),
-        context_aware = metadata["contextAware"].as_bool().unwrap_or(false),
+        context_aware = context_aware_resources(&metadata["contextAwareResources"])?,
         mutating = metadata["mutating"].as_bool().unwrap_or(false),
         questions = block(questions),
         resources = a("io.artifacthub.resources"),
+    ))
+}
+
+/// The `kubewarden/contextAwareResources` annotation as Kubewarden writes it: the resources the
+/// policy reads from the cluster, as a YAML list, and no annotation for a policy that reads
+/// none (Kubewarden's UI marks a package "Context Aware" whenever the annotation is there).
+fn context_aware_resources(resources: &Value) -> Result<String, String> {
+    let list = match resources {
+        Value::Null => return Ok(String::new()),
+        Value::Array(list) if list.is_empty() => return Ok(String::new()),
+        Value::Array(list) => list,
+        other => {
+            return Err(format!(
+                "metadata.yml: contextAwareResources is {other}, not a list of {{apiVersion, kind}}"
+            ))
+        }
+    };
+    let yaml = serde_yaml::to_string(list).map_err(|e| e.to_string())?;
+    Ok(format!(
+        "  kubewarden/contextAwareResources: |\n{}",
+        block(&yaml)
     ))
 }
 
@@ -244,30 +283,43 @@ mod tests {
 
     #[test]
     fn a_disagreeing_file_is_named() {
-        let dir =
-            std::env::temp_dir().join(format!("restage-gate-versions-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        for name in [
-            "Cargo.toml",
-            "metadata.yml",
-            "artifacthub-pkg.yml",
+        for retagged in [
             "policy.yaml",
+            "guard.yaml",
+            "monitor.yaml",
+            "docs/policies.yml",
         ] {
-            let text = repository::read(&root(), name).expect("project file");
-            let text = if name == "policy.yaml" {
-                text.replacen(":v0.", ":v9.", 1)
-            } else {
-                text
-            };
-            std::fs::write(dir.join(name), text).expect("write");
+            let dir = std::env::temp_dir().join(format!(
+                "restage-gate-versions-{}-{}",
+                std::process::id(),
+                retagged.replace('/', "-")
+            ));
+            std::fs::create_dir_all(dir.join("docs")).expect("temp dir");
+            for name in [
+                "Cargo.toml",
+                "metadata.yml",
+                "artifacthub-pkg.yml",
+                "policy.yaml",
+                "guard.yaml",
+                "monitor.yaml",
+                "docs/policies.yml",
+            ] {
+                let text = repository::read(&root(), name).expect("project file");
+                let text = if name == retagged {
+                    text.replacen(":v0.", ":v9.", 1)
+                } else {
+                    text
+                };
+                std::fs::write(dir.join(name), text).expect("write");
+            }
+            let problems = disagreements(&dir);
+            let _ = std::fs::remove_dir_all(&dir);
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert!(
+                problems[0].starts_with(&format!("{retagged}: module: registry://")),
+                "{problems:?}"
+            );
         }
-        let problems = disagreements(&dir);
-        let _ = std::fs::remove_dir_all(&dir);
-        assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(
-            problems[0].starts_with("policy.yaml: module: registry://"),
-            "{problems:?}"
-        );
     }
 
     fn generated_package() -> (String, String) {
@@ -306,6 +358,34 @@ mod tests {
             repository::yaml("questions-ui.yml", &form)
         );
         assert_eq!(pkg["annotations"]["kubewarden/mutation"], "true");
+    }
+
+    #[test]
+    fn the_package_declares_context_aware_resources_only_when_the_policy_reads_some() {
+        let (generated, _) = generated_package();
+        let pkg = repository::yaml("artifacthub-pkg.yml", &generated).expect("YAML");
+        let annotations = pkg["annotations"].as_object().expect("annotations");
+        let keys: Vec<&String> = annotations
+            .keys()
+            .filter(|k| k.starts_with("kubewarden/contextAware"))
+            .collect();
+        assert_eq!(keys, Vec::<&String>::new(), "restage-gate reads nothing");
+
+        let mut meta =
+            metadata::read_yaml(&repository::read(&root(), "metadata.yml").expect("file"))
+                .expect("YAML");
+        meta["contextAwareResources"] =
+            serde_json::json!([{"apiVersion": "v1", "kind": "Namespace"}]);
+        let form = repository::read(&root(), "questions-ui.yml").expect("form");
+        let text = artifacthub_pkg(&meta, &form, "2026-01-01T00:00:00Z").expect("package");
+        let pkg = repository::yaml("package", &text).expect("YAML");
+        let declared = pkg["annotations"]["kubewarden/contextAwareResources"]
+            .as_str()
+            .expect("the annotation");
+        assert_eq!(
+            repository::yaml("annotation", declared).expect("YAML"),
+            meta["contextAwareResources"]
+        );
     }
 
     #[test]
