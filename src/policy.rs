@@ -44,6 +44,9 @@ pub enum Decision {
         workload: &'static dyn Workload,
         hold: Hold,
         first: bool,
+        /// The request asked for a release in a maintenance window and none is open: the
+        /// request is dropped and the response says why.
+        no_window: bool,
     },
     /// Drop the markers and restore `restore` (or leave the control as the request sets it);
     /// the held changes roll in this one rollout.
@@ -201,7 +204,8 @@ pub(crate) fn decide_with<'a, T: Tree>(
             } else if workload.resume_releases() && requests_rolling_control(request, workload) {
                 release("rollout resumed".into())
             } else {
-                keep_hold(request, workload, &change, now)
+                let no_window = requested == Some(ReleaseRequest::InWindow);
+                keep_hold(request, workload, &change, now, no_window)
             }
         }
         Mode::Defer if markers::release_request(object).is_some() => Decision::NotHeld { workload },
@@ -216,6 +220,7 @@ pub(crate) fn decide_with<'a, T: Tree>(
                     pending: pending::merge("", &change.delta),
                 },
                 first: true,
+                no_window: false,
             },
         },
         Mode::Defer => Decision::Accept,
@@ -230,6 +235,7 @@ fn keep_hold<T>(
     workload: &'static dyn Workload,
     change: &Change,
     now: UtcTime,
+    no_window: bool,
 ) -> Decision {
     let held = markers::read(request.old_object, workload.remembered_annotation());
     let remembered = if requests_rolling_control(request, workload) {
@@ -260,6 +266,7 @@ fn keep_hold<T>(
             pending,
         },
         first: false,
+        no_window,
     }
 }
 

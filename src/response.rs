@@ -9,6 +9,11 @@ use crate::raw::Answer;
 use crate::view::Unwritable;
 use crate::workload;
 
+/// Why `restage-gate.io/release: window` was dropped without a release, and what to do.
+pub const NO_WINDOW: &str = "restage-gate.io/release=window dropped: no maintenance window is \
+     open (settings.maintenanceWindows), so the hold stays until one opens; set \
+     restage-gate.io/release=now to release now";
+
 /// Admission warnings should stay under this many characters (kubectl shows them whole).
 pub const WARNING_LIMIT: usize = 120;
 
@@ -44,9 +49,19 @@ pub fn respond(
             workload,
             hold,
             first,
+            no_window,
         } => {
             let kind = workload.kind();
-            let warning = if first {
+            let warning = if no_window {
+                let since = &hold.held_since;
+                [
+                    "restage-gate: ",
+                    kind,
+                    " stays held: no maintenance window open; held since ",
+                    since,
+                ]
+                .concat()
+            } else if first {
                 let applies = " applies at the next restart or restage";
                 [
                     "restage-gate: ",
@@ -69,11 +84,14 @@ pub fn respond(
                 .concat()
             };
             let apply_now = workload.apply_held_now(namespace, name);
-            let audit = [
+            let mut audit = vec![
                 ("decision", "held"),
                 ("pending", hold.pending.as_str()),
                 ("apply-now", apply_now.as_str()),
             ];
+            if no_window {
+                audit.push(("reason", NO_WINDOW));
+            }
             response(true, None, Some((&audit, warning)))
         }
         Decision::Release {

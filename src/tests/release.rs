@@ -215,7 +215,7 @@ fn window_open() -> Value {
         "start": "00:00", "end": "00:00"}]})
 }
 
-/// Windows none of which is open at `NOW` (a Wednesday, 16:51 UTC).
+/// Windows none of which is open at `NOW`.
 fn windows_closed() -> [Value; 3] {
     [
         json!({}),
@@ -276,6 +276,16 @@ fn a_window_release_outside_every_window_only_drops_the_request() {
                 "{name}: the stored object, unchanged, so the API server writes nothing"
             );
             assert_eq!(audit(&request, "pending").as_deref(), Some("+orders-db"));
+            assert_eq!(
+                audit(&request, "reason").as_deref(),
+                Some(crate::response::NO_WINDOW),
+                "{name}"
+            );
+            let warning = r.warnings.unwrap_or_default().join(" ");
+            assert!(
+                warning.contains("no maintenance window open"),
+                "{name}: {warning}"
+            );
         }
     }
 }
