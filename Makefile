@@ -160,6 +160,14 @@ demo: policy.wasm
 	  $(DEMO) -- policy.wasm e2e-tests/requests; \
 	fi
 
+# Every list of kinds users read, written from the kinds table (restage_gate::workload::KINDS):
+# the webhook rules of metadata.yml and the install manifests, artifacthub-pkg.yml,
+# window-release.yaml, the lists in README.md and docs/install.md, and the uninstall commands.
+# `make test` fails while one is stale (tools/release/tests/kinds.rs).
+.PHONY: kinds
+kinds:
+	BLESS=1 $(CARGO) test --locked --quiet -p restage-gate-release --test kinds -- --exact every_generated_kind_list_is_the_kinds_tables
+
 # The settings of every ClusterAdmissionPolicy (and AdmissionPolicy) in POLICY, checked by the
 # module before they reach a policy server, which would refuse every request to a policy whose
 # settings the module refuses, in monitor mode too (failurePolicy does not apply: the server

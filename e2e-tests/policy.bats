@@ -191,7 +191,8 @@ stored_object() {
 @test "invalid settings are refused with the field and the value" {
   run --separate-stderr evaluate 01-bind.json --settings-json '{"mode":"later"}'
   [ "$status" -ne 0 ]
-  [[ "$stderr" == *'settings.mode: "later" is not a mode'* ]]
+  echo "$output" | jq -e '.valid == false and (.message | contains("settings.mode: \"later\" is not a mode"))'
+  [[ "$stderr" == *'Provided settings are not valid'* ]]
 }
 
 @test "kubectl annotate writes what is recorded of the window job's write to each held workload" {

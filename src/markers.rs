@@ -5,7 +5,6 @@
 use serde_json::{json, Value};
 
 use crate::view::{at, existing_map_at, map_at, set, Unwritable};
-pub use crate::workload::{ORIGINAL_PAUSED_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION};
 
 pub const HELD_LABEL: &str = "restage-gate.io/held";
 /// Every label and annotation the policy reads or writes starts with it.
@@ -18,21 +17,13 @@ pub const RELEASE_ANNOTATION: &str = "restage-gate.io/release";
 /// a scheduled writer needs to know nothing of the windows: the settings stay their one source.
 pub const RELEASE_IN_WINDOW: &str = "window";
 
-/// The annotations every kind shares; each kind adds the one that remembers its control.
-const ANNOTATIONS: [&str; 3] = [
+/// The annotations every kind shares; each kind adds the one that remembers its control
+/// (all of them: `workload::marker_annotations`).
+pub const SHARED_ANNOTATIONS: [&str; 3] = [
     HELD_SINCE_ANNOTATION,
     PENDING_ANNOTATION,
     RELEASE_ANNOTATION,
 ];
-
-/// Every annotation the policy may leave on a workload of any kind it holds, each once.
-pub fn annotations() -> Vec<&'static str> {
-    let remembered = crate::workload::kinds().map(|k| k.remembered_annotation());
-    let mut keys: Vec<&'static str> = ANNOTATIONS.into_iter().chain(remembered).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    keys
-}
 
 /// The markers a held workload leaves admission with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +103,7 @@ pub fn remove<'k>(
         changed |= labels.remove(HELD_LABEL).is_some();
     }
     if let Some(annotations) = existing_map_at(object, &["metadata", "annotations"])? {
-        for key in ANNOTATIONS.into_iter().chain(remembered) {
+        for key in SHARED_ANNOTATIONS.into_iter().chain(remembered) {
             changed |= annotations.remove(key).is_some();
         }
     }
@@ -129,20 +120,15 @@ pub fn remove_release_request(object: &mut Value) -> Result<bool, Unwritable> {
 mod tests {
     use super::*;
 
+    /// A kind's remembered-control annotation (the kinds' own are theirs).
+    const REMEMBERED: &str = "restage-gate.io/original-control";
+
     fn hold() -> Hold {
         Hold {
-            remembered_key: ORIGINAL_STRATEGY_ANNOTATION,
+            remembered_key: REMEMBERED,
             remembered: r#"{"rollingUpdate":{"partition":0},"type":"RollingUpdate"}"#.into(),
             held_since: "2026-12-02T16:51:06Z".into(),
             pending: "+orders-db".into(),
-        }
-    }
-
-    #[test]
-    fn every_marker_has_the_prefix_the_reader_reads() {
-        // The policy reads only the workload labels and annotations with this prefix.
-        for key in annotations().into_iter().chain([HELD_LABEL]) {
-            assert!(key.starts_with(MARKER_PREFIX), "{key}");
         }
     }
 
@@ -151,7 +137,7 @@ mod tests {
         let mut sts = json!({"metadata": {"name": "app"}, "spec": {}});
         assert_eq!(write(&mut sts, &hold()), Ok(true));
         assert!(is_held(&sts));
-        let m = read(&sts, ORIGINAL_STRATEGY_ANNOTATION);
+        let m = read(&sts, REMEMBERED);
         assert_eq!(m.remembered, Some(hold().remembered.as_str()));
         assert_eq!(m.held_since, Some("2026-12-02T16:51:06Z"));
         assert_eq!(m.pending, Some("+orders-db"));
@@ -167,7 +153,7 @@ mod tests {
         let mut sts = json!({"metadata": {"labels": {"app": "x"},
             "annotations": {"keep": "me", "restage-gate.io/release": "now"}}, "spec": {}});
         write(&mut sts, &hold()).expect("writable");
-        assert_eq!(remove(&mut sts, [ORIGINAL_STRATEGY_ANNOTATION]), Ok(true));
+        assert_eq!(remove(&mut sts, [REMEMBERED]), Ok(true));
         assert_eq!(
             sts,
             json!({"metadata": {"labels": {"app": "x"}, "annotations": {"keep": "me"}}, "spec": {}})

@@ -13,7 +13,7 @@ use crate::template::classify::{Change, ChangeKind};
 use crate::template::insertion::compare;
 use crate::view::{at, text_at};
 use crate::window::Window;
-use crate::workload::{self, Json, Workload};
+use crate::workload::{self, Kind, Workload};
 
 /// The parts of an admission request the decision reads: the objects as far as
 /// [`read_plan`] reads them, and their pod templates as far as binding recognition looks.
@@ -83,10 +83,16 @@ const ANNOTATIONS: &[&str] = &["metadata", "annotations"];
 /// own label and annotations (of the workload's others, only the app a refusal names), and
 /// what each kind declares: its control, its fields, its pod template and its `status`.
 pub fn read_plan() -> ReadPlan {
+    plan_for(workload::kinds().map(|w| w.declared()))
+}
+
+/// [`read_plan`] for these kinds.
+fn plan_for(kinds: impl Iterator<Item = &'static Kind> + Clone) -> ReadPlan {
     // A remembered annotation outside the markers' prefix is read too.
     let annotations = std::iter::once(MARKER_PREFIX).chain(
-        workload::kinds()
-            .map(|w| w.declared().remembered)
+        kinds
+            .clone()
+            .map(|k| k.remembered)
             .filter(|key| !key.starts_with(MARKER_PREFIX)),
     );
     let mut plan = ReadPlan {
@@ -98,20 +104,14 @@ pub fn read_plan() -> ReadPlan {
         ..ReadPlan::default()
     };
     // A path named twice is read once (the reader lays the plan out by level).
-    for kind in workload::kinds().map(|w| w.declared()) {
+    for kind in kinds {
         let fields = [kind.control].into_iter().chain(kind.reads.iter().copied());
         plan.values.extend(fields.map(|f| f.path));
         plan.templates
             .push((kind.template, &artefacts::TEMPLATE_SHAPE));
-        for field in kind.status {
-            let members = match field.json {
-                Json::ListOf(members) => members,
-                _ => &[],
-            };
-            if let [member] = field.path {
-                plan.status.push((member, members));
-            }
-        }
+        let status = kind.status.iter();
+        plan.status
+            .extend(status.map(|m| (m.name, m.json.element_members())));
     }
     plan
 }
@@ -131,14 +131,25 @@ pub(crate) fn decide_with<'a, T: Tree>(
     compare: impl FnOnce(&T, &T) -> Change,
 ) -> Decision {
     let in_scope = request.operation == "UPDATE" && request.sub_resource.is_empty();
-    let Some(workload) = workload::of(request.group, request.kind).filter(|_| in_scope) else {
-        return Decision::Accept;
-    };
+    match workload::of(request.group, request.kind).filter(|_| in_scope) {
+        Some(workload) => decide_for(request, workload, settings, now, compare),
+        None => Decision::Accept,
+    }
+}
+
+/// The decision on an update of a workload of a kind the policy holds.
+fn decide_for<'a, T: Tree>(
+    request: &Admission<'a, T>,
+    workload: &'static dyn Workload,
+    settings: &Settings,
+    now: UtcTime,
+    compare: impl FnOnce(&T, &T) -> Change,
+) -> Decision {
     let (object, old) = (request.object, request.old_object);
     if !object.is_object() || !old.is_object() {
         return Decision::Unreadable("the request has no object or oldObject".into());
     }
-    if being_deleted(object) || being_deleted(old) {
+    if being_deleted(object) || being_deleted(old) || !workload.holds(old, object) {
         return Decision::Accept;
     }
     let template = |t: Option<&'a T>| t.filter(|t| t.is_object());
@@ -367,12 +378,271 @@ fn reject<T>(
         format!(", or wait for a maintenance window ({})", list.join("; "))
     };
     let kind = workload.kind();
+    let restart = workload.restart_command(namespace, name);
     let message = format!(
         "restage-gate refused an update of {kind} {namespace}/{name}{app}: its only pod-template \
          change is service binding {shown}, which would restart every pod (mode: reject). To apply \
-         it now, restart or restage the app (cf restart / cf restage), or run \
-         `kubectl rollout restart {}/{name} -n {namespace}`{windows}.",
-        kind.to_lowercase()
+         it now, restart or restage the app (cf restart / cf restage), or run `{restart}`{windows}."
     );
     Decision::Reject { message, bindings }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::template::classify::BindingDelta;
+    use crate::workload::{kubectl_rollout, Field, Json, StatusMember};
+
+    /// A kind the policy does not ship, held with `spec.paused` like a Deployment, that
+    /// declines an object with a blue-green strategy or a `workloadRef` (no pod template of
+    /// its own), and reads status members of every JSON type.
+    struct Example;
+
+    const BLUE_GREEN: Field = Field::new(&["spec", "strategy", "blueGreen"], Json::Object);
+    const WORKLOAD_REF: Field = Field::new(&["spec", "workloadRef"], Json::Object);
+    const EXAMPLE: Kind = Kind {
+        group: "example.test",
+        version: "v1",
+        kind: "Example",
+        resource: "examples",
+        template: &["spec", "template"],
+        control: Field::new(&["spec", "paused"], Json::Boolean),
+        remembered: "restage-gate.io/original-paused",
+        reads: &[
+            BLUE_GREEN,
+            WORKLOAD_REF,
+            Field::new(&["metadata", "generation"], Json::Integer),
+        ],
+        status: &[
+            StatusMember::new("pauseConditions", Json::ListOf(&["reason"])),
+            StatusMember::new("abort", Json::Boolean),
+            StatusMember::new("currentPodHash", Json::String),
+            StatusMember::new("observedGeneration", Json::Integer),
+            StatusMember::new("canary", Json::Object),
+        ],
+    };
+
+    impl Workload for Example {
+        fn declared(&self) -> &'static Kind {
+            &EXAMPLE
+        }
+        fn holds(&self, _old: &Value, new: &Value) -> bool {
+            BLUE_GREEN.of(new).is_none() && WORKLOAD_REF.of(new).is_none()
+        }
+        fn held_control(&self) -> Value {
+            json!(true)
+        }
+        fn stops_rollouts(&self, control: Option<&Value>) -> bool {
+            control.and_then(Value::as_bool) == Some(true)
+        }
+        fn default_control(&self) -> Value {
+            json!(false)
+        }
+        fn accepts(&self, control: &Value) -> bool {
+            control.is_boolean()
+        }
+        fn rollout_in_progress(&self, _old: &Value) -> bool {
+            false
+        }
+        fn restart_command(&self, namespace: &str, name: &str) -> String {
+            format!("example restart {namespace}/{name}")
+        }
+    }
+
+    fn decide_example(old: &Value, new: &Value, mode: Mode) -> Decision {
+        let template = |o: &Value| at(o, EXAMPLE.template).cloned();
+        let (old_template, new_template) = (template(old), template(new));
+        let request = Admission {
+            operation: "UPDATE",
+            group: EXAMPLE.group,
+            kind: EXAMPLE.kind,
+            sub_resource: "",
+            namespace: "shop",
+            name: "orders",
+            object: new,
+            old_object: old,
+            template: new_template.as_ref(),
+            old_template: old_template.as_ref(),
+        };
+        let settings = Settings {
+            mode,
+            ..Settings::default()
+        };
+        let bind = |_: &Value, _: &Value| Change {
+            kind: ChangeKind::BindingOnly,
+            delta: BindingDelta {
+                added: vec!["orders-db".into()],
+                ..BindingDelta::default()
+            },
+            emptied: false,
+            dropped_secrets: Vec::new(),
+        };
+        decide_for(&request, &Example, &settings, UtcTime(0), bind)
+    }
+
+    fn example(spec: Value) -> Value {
+        json!({"metadata": {"name": "orders", "namespace": "shop"}, "spec": spec})
+    }
+
+    #[test]
+    fn a_kind_that_declines_an_object_has_it_accepted_unchanged_before_its_template_is_read() {
+        let template = json!({"spec": {"containers": [{"name": "app"}]}});
+        let canary = example(json!({"template": template, "strategy": {"canary": {}}}));
+        let held = decide_example(&canary, &canary, Mode::Defer);
+        assert!(
+            matches!(held, Decision::Hold { first: true, .. }),
+            "{held:?}"
+        );
+        let blue_green = example(json!({"template": template, "strategy": {"blueGreen": {}}}));
+        assert_eq!(
+            decide_example(&blue_green, &blue_green, Mode::Defer),
+            Decision::Accept
+        );
+        assert_eq!(
+            decide_example(&blue_green, &blue_green, Mode::Reject),
+            Decision::Accept
+        );
+        // Without a pod template of its own: declined, not unreadable.
+        let referenced = example(json!({"workloadRef": {"name": "orders"}}));
+        assert_eq!(
+            decide_example(&referenced, &referenced, Mode::Defer),
+            Decision::Accept
+        );
+        let no_template = example(json!({"strategy": {"canary": {}}}));
+        assert!(matches!(
+            decide_example(&no_template, &no_template, Mode::Defer),
+            Decision::Unreadable(_)
+        ));
+    }
+
+    #[test]
+    fn a_refusal_gives_the_kinds_own_restart_command() {
+        let canary = example(json!({"template": {"spec": {}}}));
+        let Decision::Reject { message, .. } = decide_example(&canary, &canary, Mode::Reject)
+        else {
+            panic!("refused");
+        };
+        assert!(
+            message.contains("or run `example restart shop/orders`."),
+            "{message}"
+        );
+        assert!(!message.contains("kubectl"), "{message}");
+    }
+
+    #[test]
+    fn a_rollout_command_names_the_declared_kind() {
+        let declared = workload::DaemonSet.declared();
+        assert_eq!(
+            kubectl_rollout("restart", declared, "observability", "log-shipper"),
+            "kubectl rollout restart daemonset/log-shipper -n observability"
+        );
+    }
+
+    /// A value of `json`; integers as numbers, or as strings of digits.
+    fn value_of(json: Json, digits: bool) -> Value {
+        match json {
+            Json::Integer if digits => json!("7"),
+            Json::Integer => json!(7),
+            Json::String => json!("r2"),
+            Json::Boolean => json!(true),
+            Json::Object => json!({"nested": {"deeper": [1, "two"]}}),
+            Json::ListOf(members) => {
+                let element = |extra: &str| {
+                    let mut item: serde_json::Map<String, Value> = members
+                        .iter()
+                        .map(|m| (m.to_string(), json!(format!("{m}-{extra}"))))
+                        .collect();
+                    item.insert("unread".into(), json!(extra));
+                    Value::Object(item)
+                };
+                json!([element("a"), element("b")])
+            }
+        }
+    }
+
+    /// What the reader should give back of `value`: a list's elements at the declared members
+    /// only, anything else whole.
+    fn as_declared(json: Json, value: &Value) -> Value {
+        match (json, value) {
+            (Json::ListOf(members), Value::Array(items)) => Value::Array(
+                items
+                    .iter()
+                    .map(|item| {
+                        let kept = item.as_object().into_iter().flatten();
+                        let kept = kept.filter(|(k, _)| members.contains(&k.as_str()));
+                        Value::Object(kept.map(|(k, v)| (k.clone(), v.clone())).collect())
+                    })
+                    .collect(),
+            ),
+            _ => value.clone(),
+        }
+    }
+
+    /// A stored object with a value of the declared type at each declared field and status
+    /// member, read with `plan`: the reader keeps each, of the declared type.
+    fn assert_read_as_declared(kind: &Kind, plan: &ReadPlan) {
+        for digits in [false, true] {
+            let mut object = json!({"metadata": {"name": "orders"}, "status": {"other": 1}});
+            let fields = std::iter::once(&kind.control).chain(kind.reads);
+            for field in fields.clone() {
+                let (last, parents) = field.path.split_last().expect("a path");
+                let parent = parents.iter().fold(&mut object, |o, key| &mut o[*key]);
+                parent[*last] = value_of(field.json, digits);
+            }
+            for member in kind.status {
+                object["status"][member.name] = value_of(member.json, digits);
+            }
+            let text = object.to_string();
+            let read = crate::raw::read_object(&text, plan, true)
+                .expect("JSON")
+                .read;
+            for field in fields.clone() {
+                let path = field.path.join(".");
+                let got = at(&read, field.path);
+                assert_eq!(
+                    got,
+                    Some(&value_of(field.json, digits)),
+                    "{} {path}",
+                    kind.kind
+                );
+                assert!(field.of(&read).is_some(), "{} {path}", kind.kind);
+            }
+            for member in kind.status {
+                let name = member.name;
+                let want = as_declared(member.json, &value_of(member.json, digits));
+                assert_eq!(
+                    at(&read, &["status", name]),
+                    Some(&want),
+                    "{} status.{name}",
+                    kind.kind
+                );
+                assert!(member.of(&read["status"]).is_some(), "{} {name}", kind.kind);
+                if member.json == Json::Integer {
+                    assert_eq!(member.integer(&read["status"]), Some(7), "{name}");
+                }
+            }
+            assert!(read["status"].get("other").is_none(), "{}", kind.kind);
+        }
+    }
+
+    #[test]
+    fn every_kind_has_its_control_fields_and_status_members_read_as_declared() {
+        let plan = read_plan();
+        for kind in workload::kinds().map(|w| w.declared()) {
+            assert_read_as_declared(kind, &plan);
+        }
+        // Status members of every JSON type, and fields deeper than two keys.
+        assert_read_as_declared(&EXAMPLE, &plan_for(std::iter::once(&EXAMPLE)));
+    }
+
+    #[test]
+    fn a_reading_takes_only_the_declared_type() {
+        let status = json!({"abort": "true", "currentPodHash": 5, "observedGeneration": "7x",
+            "canary": [], "pauseConditions": {"reason": "x"}});
+        for member in EXAMPLE.status {
+            assert_eq!(member.of(&status), None, "{}", member.name);
+        }
+    }
 }

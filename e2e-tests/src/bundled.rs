@@ -11,6 +11,7 @@ use restage_gate_testkit::admission::{request, review};
 use restage_gate_testkit::edit::with;
 use restage_gate_testkit::fixtures::{self, daemonset, deployment, orders_binding};
 use restage_gate_testkit::hold::held;
+use restage_gate_testkit::kinds;
 use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
 use restage_gate_testkit::kubectl::{annotate, rollout_resume};
 use restage_gate_testkit::projector::{bind, project, unbind};
@@ -36,13 +37,14 @@ pub fn bundled_request_paths() -> Vec<PathBuf> {
 
 /// A workload of `kind` held with the `orders-db` binding pending, as restage-gate leaves it.
 pub fn held_workload(kind: &str) -> Value {
+    held_from(fixtures::unbound(kind))
+}
+
+/// `unbound` bound to `orders-db` and held with it pending, as restage-gate leaves it.
+pub fn held_from(unbound: Value) -> Value {
     let binding = orders_binding();
     let pending = format!("+{}", binding.name);
-    held(
-        bind(fixtures::unbound(kind), &binding),
-        &pending,
-        HELD_SINCE,
-    )
+    held(bind(unbound, &binding), &pending, HELD_SINCE)
 }
 
 /// A workload after the window job's write (window-release.yaml): `kubectl annotate
@@ -60,10 +62,11 @@ pub fn window_job_write(object: &Value) -> Value {
 /// suite checks that it does, and uses the recording where kubectl is not installed).
 pub fn held_fixtures() -> Vec<(PathBuf, Value)> {
     let dir = fixtures::dir().join("held");
-    restage_gate::workload::kinds()
-        .flat_map(|w| {
-            let file = format!("{}.json", w.kind().to_lowercase());
-            let held = held_workload(w.kind());
+    kinds::every()
+        .into_iter()
+        .flat_map(|d| {
+            let file = format!("{}.json", d.name().to_lowercase());
+            let held = held_from(d.fixture());
             let annotated = window_job_write(&held);
             [
                 (dir.join(&file), held),
@@ -83,8 +86,8 @@ pub fn requests() -> Vec<(&'static str, &'static str, Value)> {
     let held_twice = held(both.clone(), &both_pending, HELD_SINCE);
     let update = |old: &Value, new: &Value| review(&request("UPDATE", old, new));
     let deployment_bound = bind(deployment(), &orders_binding());
-    let deployment_held = held_workload("Deployment");
-    let daemonset_held = held_workload("DaemonSet");
+    let deployment_held = held_from(deployment());
+    let daemonset_held = held_from(daemonset());
     vec![
         ("01-bind.json", "held", update(&unbound(), &bound)),
         (

@@ -2,8 +2,8 @@
 //! policy: the API server's admission chain (the ClusterAdmissionPolicies installed, mutating
 //! webhooks in configuration-name order, then validating), the servicebinding.io projector
 //! webhook and reconciler, Korifi's statefulset-runner, kubectl, restage-gate's window job, and
-//! the workload's controller with its pods: a StatefulSet, a DaemonSet or a Deployment with its
-//! ReplicaSets.
+//! the workload's controller with its pods, which its kind's test-kit descriptor brings
+//! (`restage_gate_testkit::kinds`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -11,8 +11,8 @@ use restage_gate::markers::{RELEASE_ANNOTATION, RELEASE_IN_WINDOW};
 use restage_gate_evaluation::admission::Outcome;
 use restage_gate_evaluation::guest::Guest;
 use restage_gate_testkit::admission::{request, validation_request};
-use restage_gate_testkit::fixtures;
-use restage_gate_testkit::hold::{self, control_path};
+use restage_gate_testkit::hold;
+use restage_gate_testkit::kinds::{self, Descriptor, Owner, Scale};
 use restage_gate_testkit::korifi::{desired, runner_write};
 use restage_gate_testkit::kubectl;
 use restage_gate_testkit::pod::mounted_secrets;
@@ -154,57 +154,15 @@ pub enum Controller {
     Bindings,
 }
 
-/// The workload the app runs as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Korifi's StatefulSet, written by its statefulset-runner.
-    StatefulSet,
-    /// One pod per node.
-    DaemonSet,
-    /// Pods from ReplicaSets, one per pod template.
-    Deployment,
+/// The workload the app runs as: a kind the policy holds, by its test-kit descriptor.
+pub type Kind = &'static dyn Descriptor;
+
+/// Every kind the policy holds, in the order of its kinds table.
+pub fn every_kind() -> Vec<Kind> {
+    kinds::every()
 }
 
-impl Kind {
-    /// A controller for every kind the policy holds, in the order of its kinds table.
-    pub fn every() -> &'static [Kind] {
-        static EVERY: std::sync::OnceLock<Vec<Kind>> = std::sync::OnceLock::new();
-        EVERY.get_or_init(|| {
-            restage_gate::workload::kinds()
-                .map(|w| {
-                    Kind::of(w.kind()).unwrap_or_else(|| {
-                        panic!(
-                            "no {} controller in the cluster simulation (src/cluster.rs)",
-                            w.kind()
-                        )
-                    })
-                })
-                .collect()
-        })
-    }
-
-    fn of(name: &str) -> Option<Kind> {
-        [Kind::StatefulSet, Kind::DaemonSet, Kind::Deployment]
-            .into_iter()
-            .find(|k| k.name() == name)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::StatefulSet => "StatefulSet",
-            Kind::DaemonSet => "DaemonSet",
-            Kind::Deployment => "Deployment",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pod {
-    /// The StatefulSet ordinal, the DaemonSet node, the Deployment pod index.
-    pub ordinal: usize,
-    /// Index into the revisions the controller has seen.
-    pub revision: usize,
-}
+pub use restage_gate_testkit::kinds::Pod;
 
 /// A write the API server refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,9 +187,9 @@ pub struct Cluster {
     secrets: BTreeSet<String>,
     /// Pod templates by revision, in the order the controller first saw them.
     revisions: Vec<Value>,
-    /// Deployment: the revision of its newest ReplicaSet, which scaling resizes.
-    replica_set: Option<usize>,
-    /// DaemonSet: the nodes it runs on.
+    /// The kind's controller (out of its place while it reconciles).
+    controller: Option<Box<dyn kinds::Controller>>,
+    /// A kind that runs a pod per node: the nodes.
     nodes: usize,
     pub pods: Vec<Pod>,
     /// Running pods replaced: by the controller's rolling updates, or by `cf restart`.
@@ -286,7 +244,7 @@ impl Cluster {
             live: BTreeMap::new(),
             secrets: BTreeSet::new(),
             revisions: Vec::new(),
-            replica_set: None,
+            controller: Some(kind.controller()),
             nodes: replicas as usize,
             pods: Vec::new(),
             restarts: 0,
@@ -316,21 +274,31 @@ impl Cluster {
         self
     }
 
-    /// What the workload's owner wants at `version`: Korifi's runner for its StatefulSet, the
-    /// fixture workload with a new image for the other kinds.
+    /// What the workload's owner wants at `version`: Korifi's runner's StatefulSet, or the
+    /// kind's fixture with a new image.
     fn desired(&self, version: u32, replicas: u32) -> Value {
-        if self.kind == Kind::StatefulSet {
+        if self.kind.owner() == Owner::Korifi {
             return desired(version, replicas);
         }
-        let mut object = fixtures::unbound(self.kind.name());
+        let mut object = self.kind.fixture();
         object.as_object_mut().map(|o| o.remove("status"));
         if version > 0 {
             set_image(&mut object, version);
         }
-        if self.kind == Kind::Deployment {
+        if self.kind.scale() != Scale::Nodes {
             object["spec"]["replicas"] = json!(replicas);
         }
         object
+    }
+
+    /// The writes only Korifi makes need an app Korifi runs.
+    fn assert_korifi(&self, what: &str) {
+        assert_eq!(
+            self.kind.owner(),
+            Owner::Korifi,
+            "{what}: Korifi does not run apps as {}",
+            self.kind.name()
+        );
     }
 
     fn current(&self) -> Value {
@@ -338,7 +306,7 @@ impl Cluster {
     }
 
     fn replicas(&self) -> u32 {
-        if self.kind == Kind::DaemonSet {
+        if self.kind.scale() == Scale::Nodes {
             return self.nodes as u32;
         }
         let replicas = self
@@ -558,11 +526,7 @@ impl Cluster {
 
     /// Korifi's statefulset-runner reconciling the app at `replicas` instances.
     pub fn runner(&mut self, replicas: u32) -> bool {
-        assert_eq!(
-            self.kind,
-            Kind::StatefulSet,
-            "Korifi runs apps as StatefulSets"
-        );
+        self.assert_korifi("the statefulset-runner");
         let write = runner_write(&self.current(), &desired(self.version, replicas));
         self.update("statefulset-runner", write)
     }
@@ -571,15 +535,15 @@ impl Cluster {
     /// a Deployment (the `scale` subresource, which admission webhooks on the workload do not
     /// see), or nodes joining a DaemonSet's cluster.
     pub fn scale(&mut self, replicas: u32) -> bool {
-        match self.kind {
-            Kind::StatefulSet => self.runner(replicas),
-            Kind::Deployment => {
+        match self.kind.scale() {
+            Scale::Owner => self.runner(replicas),
+            Scale::Subresource => {
                 let mut object = self.current();
                 object["spec"]["replicas"] = json!(replicas);
                 self.store(object);
                 true
             }
-            Kind::DaemonSet => {
+            Scale::Nodes => {
                 self.nodes = replicas as usize;
                 self.reconcile();
                 true
@@ -591,7 +555,7 @@ impl Cluster {
     /// runner), or `kubectl set image` for the other kinds.
     pub fn rolling_deploy(&mut self) -> bool {
         self.version += 1;
-        if self.kind == Kind::StatefulSet {
+        if self.kind.owner() == Owner::Korifi {
             let replicas = self.replicas();
             return self.runner(replicas);
         }
@@ -600,11 +564,11 @@ impl Cluster {
         self.update("kubectl set image", object)
     }
 
-    /// `kubectl rollout restart`. kubectl itself refuses a paused Deployment ("can't restart
-    /// paused deployment (run rollout resume first)"): nothing is written.
+    /// `kubectl rollout restart`. kubectl itself refuses some objects (a paused Deployment:
+    /// "run rollout resume first"): nothing is written.
     pub fn rollout_restart(&mut self) -> bool {
         let mut object = self.current();
-        if self.kind == Kind::Deployment && object["spec"]["paused"] == json!(true) {
+        if self.kind.restart_refused(&object) {
             return false;
         }
         kubectl::rollout_restart(
@@ -614,11 +578,12 @@ impl Cluster {
         self.update("kubectl rollout restart", object)
     }
 
-    /// `kubectl rollout resume deployment/NAME`.
+    /// `kubectl rollout resume KIND/NAME`, of a kind that has it.
     pub fn rollout_resume(&mut self) -> bool {
-        assert_eq!(self.kind, Kind::Deployment, "only Deployments pause");
-        let mut object = self.current();
-        kubectl::rollout_resume(&mut object);
+        let object = self
+            .kind
+            .resumed(&self.current())
+            .unwrap_or_else(|| panic!("{} has no rollout resume", self.kind.name()));
         self.update("kubectl rollout resume", object)
     }
 
@@ -651,11 +616,7 @@ impl Cluster {
 
     /// `cf restart` (and `cf restage`, `cf push`): the StatefulSet is deleted and created anew.
     pub fn cf_restart(&mut self) -> bool {
-        assert_eq!(
-            self.kind,
-            Kind::StatefulSet,
-            "Korifi runs apps as StatefulSets"
-        );
+        self.assert_korifi("cf restart");
         let replicas = self.replicas();
         let running = self.pods.len();
         self.object = None;
@@ -711,95 +672,15 @@ impl Cluster {
             return;
         };
         let revision = self.revision_of(object["spec"]["template"].clone());
-        let status = match self.kind {
-            Kind::StatefulSet => self.statefulset(&object, revision),
-            Kind::DaemonSet => self.daemonset(&object, revision),
-            Kind::Deployment => self.deployment(&object, revision),
+        let replicas = self.replicas() as usize;
+        let Some(mut controller) = self.controller.take() else {
+            return;
         };
+        let status = controller.reconcile(&object, revision, replicas, self);
+        self.controller = Some(controller);
         if let Some(stored) = self.object.as_mut() {
             stored["status"] = status;
         }
-    }
-
-    /// Pods created from the current template, rolled one by one under RollingUpdate (highest
-    /// ordinal first, down to the partition), never under OnDelete.
-    fn statefulset(&mut self, sts: &Value, revision: usize) -> Value {
-        let replicas = self.replicas() as usize;
-        self.fill(replicas, revision);
-        let strategy = &sts["spec"]["updateStrategy"];
-        if rolls(strategy) {
-            let partition = strategy
-                .pointer("/rollingUpdate/partition")
-                .and_then(Value::as_u64)
-                .unwrap_or(0) as usize;
-            self.roll(revision, |pod| pod.ordinal >= partition);
-        }
-        let updated = self.updated(revision);
-        let name = |r: usize| format!("app-rev-{r}");
-        let mut status = json!({
-            "observedGeneration": sts["metadata"]["generation"],
-            "replicas": self.pods.len(),
-            "updatedReplicas": updated,
-            "updateRevision": name(revision),
-            "currentRevision": sts.pointer("/status/currentRevision").cloned().unwrap_or(json!(name(revision))),
-        });
-        if updated == replicas {
-            status["currentRevision"] = json!(name(revision));
-        }
-        status
-    }
-
-    /// One pod per node, created from the current template (new nodes, deleted pods); rolled
-    /// under RollingUpdate, never under OnDelete.
-    fn daemonset(&mut self, ds: &Value, revision: usize) -> Value {
-        let nodes = self.nodes;
-        self.fill(nodes, revision);
-        if rolls(&ds["spec"]["updateStrategy"]) {
-            self.roll(revision, |_| true);
-        }
-        let pods = self.pods.len();
-        json!({
-            "observedGeneration": ds["metadata"]["generation"],
-            "desiredNumberScheduled": nodes,
-            "currentNumberScheduled": pods,
-            "numberReady": pods,
-            "numberAvailable": pods,
-            "updatedNumberScheduled": self.updated(revision),
-        })
-    }
-
-    /// A ReplicaSet per template. Unpaused, a new template gets a new ReplicaSet and the pods
-    /// roll to it; paused, no ReplicaSet is created and the newest one (the old template) is
-    /// the one scaled, so every pod created meanwhile comes from the old template.
-    fn deployment(&mut self, deployment: &Value, revision: usize) -> Value {
-        let paused = deployment["spec"]["paused"] == json!(true);
-        if self.replica_set.is_none() || !paused {
-            self.replica_set = Some(revision);
-        }
-        let current = self.replica_set.unwrap_or(revision);
-        let replicas = self.replicas() as usize;
-        self.fill(replicas, current);
-        if !paused {
-            self.roll(revision, |_| true);
-        }
-        let updated = if current == revision {
-            self.updated(revision)
-        } else {
-            0
-        };
-        let progressing = if paused && current != revision {
-            json!({"type": "Progressing", "status": "Unknown", "reason": "DeploymentPaused"})
-        } else if updated < replicas {
-            json!({"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"})
-        } else {
-            json!({"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"})
-        };
-        json!({
-            "observedGeneration": deployment["metadata"]["generation"],
-            "replicas": self.pods.len(),
-            "updatedReplicas": updated,
-            "conditions": [progressing],
-        })
     }
 
     /// Exactly `count` pods, ordinals from 0: missing ones created from `revision`.
@@ -815,7 +696,7 @@ impl Cluster {
     }
 
     /// Replaces pods not at `revision` (highest ordinal first), within the step budget.
-    fn roll(&mut self, revision: usize, may_replace: impl Fn(&Pod) -> bool) {
+    fn roll(&mut self, revision: usize, may_replace: &dyn Fn(&Pod) -> bool) {
         let mut budget = self.step.unwrap_or(usize::MAX);
         for i in (0..self.pods.len()).rev() {
             let pod = self.pods[i].clone();
@@ -876,19 +757,32 @@ impl Cluster {
         hold::is_held(&self.current())
     }
 
-    /// The rollout control: `spec.updateStrategy`, or a Deployment's `spec.paused`.
+    /// The rollout control (`spec.updateStrategy`, `spec.paused`).
     pub fn control(&self) -> Value {
         let object = self.current();
         object
-            .pointer(&control_path(self.kind.name()))
+            .pointer(&self.kind.control_path())
             .cloned()
             .unwrap_or(Value::Null)
     }
 }
 
-/// An absent type counts as RollingUpdate.
-fn rolls(strategy: &Value) -> bool {
-    strategy["type"].as_str().unwrap_or("RollingUpdate") == "RollingUpdate"
+impl kinds::Pods for Cluster {
+    fn fill(&mut self, count: usize, revision: usize) {
+        Cluster::fill(self, count, revision);
+    }
+
+    fn roll(&mut self, revision: usize, may_replace: &dyn Fn(&Pod) -> bool) {
+        Cluster::roll(self, revision, may_replace);
+    }
+
+    fn updated(&self, revision: usize) -> usize {
+        Cluster::updated(self, revision)
+    }
+
+    fn count(&self) -> usize {
+        self.pods.len()
+    }
 }
 
 /// A new image for the first container, as `kubectl set image` writes it.

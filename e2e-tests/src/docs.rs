@@ -174,11 +174,18 @@ pub fn names(entry: &str, command: &str) -> bool {
 
 const STAND_IN_KUBECTL: &str = r#"#!/bin/sh
 # Stands in for kubectl: records the call (arguments separated by \037, calls by \036), answers
-# `get` with the simulated workloads, and `wait` for a ClusterAdmissionPolicy once it is
+# `get` with the simulated workloads, `api-resources --api-group=G -o name` with the resources
+# of G the simulated workloads are of, and `wait` for a ClusterAdmissionPolicy once it is
 # installed.
 printf '%s\037' "$@" >> "$KUBECTL_CALLS"
 printf '\036' >> "$KUBECTL_CALLS"
 case "$1" in
+  api-resources)
+    for arg in "$@"; do
+      case "$arg" in
+        --api-group=*) awk -v g="${arg#--api-group=}" '$1 == g { print $2 "." $1 }' "$KUBECTL_API_RESOURCES" ;;
+      esac
+    done ;;
   get)
     case " $* " in
       *" -o json "*) cat "$KUBECTL_LIST" ;;
@@ -253,6 +260,22 @@ impl Shell {
         let list = json!({"apiVersion": "v1", "kind": "List", "items": held});
         std::fs::write(self.file("list.json"), list.to_string()).expect("list");
         std::fs::write(self.file("table.txt"), table).expect("table");
+        let served: BTreeSet<String> = site
+            .workloads
+            .iter()
+            .filter_map(|c| c.object.as_ref())
+            .filter_map(|o| {
+                let api = o["apiVersion"].as_str()?;
+                let group = api.rsplit_once('/').map_or("", |(g, _)| g);
+                let w = restage_gate::workload::of(group, o["kind"].as_str()?)?;
+                Some(format!("{group} {}\n", w.declared().resource))
+            })
+            .collect();
+        std::fs::write(
+            self.file("api-resources.txt"),
+            served.into_iter().collect::<String>(),
+        )
+        .expect("api-resources");
         let installed: String = site.installed().iter().map(|n| format!("{n}\n")).collect();
         std::fs::write(self.file("policies.txt"), installed).expect("policies");
         std::fs::write(self.file("calls"), "").expect("calls");
@@ -268,6 +291,7 @@ impl Shell {
             .env("KUBECTL_CALLS", self.file("calls"))
             .env("KUBECTL_LIST", self.file("list.json"))
             .env("KUBECTL_TABLE", self.file("table.txt"))
+            .env("KUBECTL_API_RESOURCES", self.file("api-resources.txt"))
             .env("KUBECTL_POLICIES", self.file("policies.txt"));
         // A make around this suite (`make test`) hands its jobserver down; the documented
         // commands run as from a terminal.
@@ -500,7 +524,7 @@ impl Site {
     pub fn perform(&mut self, call: &[String]) {
         let c = Call::parse(call);
         match c.verb.as_str() {
-            "get" | "wait" => {}
+            "get" | "wait" | "api-resources" => {}
             "apply" => {
                 assert!(!c.files.is_empty(), "kubectl apply without -f: {call:?}");
                 for file in &c.files {
@@ -728,7 +752,7 @@ mod tests {
     fn a_call_reads_as_kubectl_reads_it() {
         let call: Vec<String> = [
             "get",
-            "deployments",
+            "pods",
             "-A",
             "-l",
             "a=b",
@@ -739,7 +763,7 @@ mod tests {
         .map(String::from)
         .to_vec();
         let c = Call::parse(&call);
-        assert_eq!(c.args, ["deployments"]);
+        assert_eq!(c.args, ["pods"]);
         assert!(c.all_namespaces);
         assert_eq!(c.flag("-l"), Some("a=b"));
         assert_eq!(c.flag("--timeout"), Some("5m"));

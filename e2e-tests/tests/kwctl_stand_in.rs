@@ -53,7 +53,7 @@ fn kwctl_run(settings: &str) -> Output {
 }
 
 #[test]
-fn the_stand_in_writes_the_verdict_alone_on_stdout_and_logs_and_refusals_on_stderr() {
+fn the_stand_in_writes_kwctls_answers_on_stdout_and_logs_and_refusals_on_stderr() {
     let held = kwctl_run("{}");
     let stderr = String::from_utf8_lossy(&held.stderr);
     assert!(held.status.success(), "{stderr}");
@@ -65,11 +65,22 @@ fn the_stand_in_writes_the_verdict_alone_on_stdout_and_logs_and_refusals_on_stde
         "coloured log lines: {stderr:?}"
     );
 
+    // kwctl prints the settings validation response, not a verdict, on stdout, and its error
+    // with the message in Rust's Debug form of an Option<String>.
     let refused = kwctl_run(r#"{"mode":"later"}"#);
     assert_eq!(refused.status.code(), Some(1));
-    assert!(refused.stdout.is_empty(), "no verdict on stdout");
+    let message = r#"settings.mode: "later" is not a mode; use "defer" or "reject""#;
+    let response: serde_json::Value =
+        serde_json::from_slice(&refused.stdout).expect("stdout is one JSON document");
+    assert_eq!(
+        response,
+        serde_json::json!({"valid": false, "message": message})
+    );
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    let error_line = r#"Error: Provided settings are not valid: settings.mode: "later" is not a mode; use "defer" or "reject""#;
+    let error_line = format!(
+        "Error: Provided settings are not valid: Some({})",
+        serde_json::to_string(message).expect("a JSON string")
+    );
     assert!(stderr.lines().any(|l| l == error_line), "{stderr}");
 }
 

@@ -7,19 +7,17 @@
 use std::collections::BTreeMap;
 
 use restage_gate::markers::{
-    HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
-    RELEASE_ANNOTATION,
+    HELD_LABEL, HELD_SINCE_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION,
 };
+use restage_gate::workload::ORIGINAL_STRATEGY_ANNOTATION;
 use restage_gate_e2e::host::policy_under_test;
 use restage_gate_evaluation::admission::Outcome;
 use restage_gate_evaluation::guest::Guest;
 use restage_gate_testkit::admission::{request, validation_request};
 use restage_gate_testkit::edit::with;
 use restage_gate_testkit::fixtures::{self, cache_binding, daemonset, deployment, orders_binding};
-use restage_gate_testkit::hold::{
-    annotation_path, control_path, default_control, held, held_control, label_path,
-    remembered_annotation,
-};
+use restage_gate_testkit::hold::{annotation_path, held, label_path};
+use restage_gate_testkit::kinds::{self, Descriptor};
 use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
 use restage_gate_testkit::kubectl::{annotate, rollout_restart, rollout_resume};
 use restage_gate_testkit::lookalike::{self, change_root, declare_root};
@@ -80,39 +78,33 @@ fn normalised(outcome: &Outcome) -> (Vec<Value>, Vec<String>) {
     (ops, warnings)
 }
 
+type Kind = &'static dyn Descriptor;
+
 /// The kind of a fixture object.
-fn kind_of(object: &Value) -> &'static str {
-    match object["kind"].as_str() {
-        Some("DaemonSet") => "DaemonSet",
-        Some("Deployment") => "Deployment",
-        _ => "StatefulSet",
-    }
+fn kind(object: &Value) -> Kind {
+    kinds::of_fixture(object)
 }
 
-/// The control each fixture workload runs with, as the JSON text a hold remembers.
-fn fixture_control(kind: &str) -> String {
-    match kind {
-        "Deployment" => json!(false).to_string(),
-        "DaemonSet" => daemonset()["spec"]["updateStrategy"].to_string(),
-        _ => unbound()["spec"]["updateStrategy"].to_string(),
-    }
+/// The kind of a fixture object, as the API names it.
+fn kind_of(object: &Value) -> &'static str {
+    kind(object).name()
 }
 
 /// The ops that write (`add`) the label and annotations of a hold.
-fn add_markers(kind: &str, remembered: &str, since: &str, pending: &str) -> Vec<Value> {
+fn add_markers(kind: Kind, remembered: &str, since: &str, pending: &str) -> Vec<Value> {
     vec![
         json!({"op": "add", "path": annotation_path(HELD_SINCE_ANNOTATION), "value": since}),
-        json!({"op": "add", "path": annotation_path(remembered_annotation(kind)), "value": remembered}),
+        json!({"op": "add", "path": annotation_path(kind.remembered_annotation()), "value": remembered}),
         json!({"op": "add", "path": annotation_path(PENDING_ANNOTATION), "value": pending}),
         json!({"op": "add", "path": label_path(HELD_LABEL), "value": "true"}),
     ]
 }
 
 /// The ops that remove the label and annotations of a hold.
-fn remove_markers(kind: &str) -> Vec<Value> {
+fn remove_markers(kind: Kind) -> Vec<Value> {
     [
         annotation_path(HELD_SINCE_ANNOTATION),
-        annotation_path(remembered_annotation(kind)),
+        annotation_path(kind.remembered_annotation()),
         annotation_path(PENDING_ANNOTATION),
         label_path(HELD_LABEL),
     ]
@@ -121,40 +113,17 @@ fn remove_markers(kind: &str) -> Vec<Value> {
     .collect()
 }
 
-/// From the fixture's control to the held one.
-fn hold_control(kind: &str) -> Vec<Value> {
-    match kind {
-        "Deployment" => vec![json!({"op": "add", "path": "/spec/paused", "value": true})],
-        _ => vec![
-            json!({"op": "remove", "path": "/spec/updateStrategy/rollingUpdate"}),
-            json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "OnDelete"}),
-        ],
-    }
-}
-
-/// From the held control back to the API default (which every fixture runs with).
-fn restore_default(kind: &str) -> Vec<Value> {
-    match kind {
-        "Deployment" => {
-            vec![json!({"op": "replace", "path": "/spec/paused", "value": false})]
-        }
-        _ => vec![
-            json!({"op": "add", "path": "/spec/updateStrategy/rollingUpdate", "value": default_control(kind)["rollingUpdate"]}),
-            json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "RollingUpdate"}),
-        ],
-    }
-}
-
 /// A first hold of a fixture workload that runs with its usual control.
-fn hold_patch(kind: &str, since: &str, pending: &str) -> Vec<Value> {
-    let mut ops = add_markers(kind, &fixture_control(kind), since, pending);
-    ops.extend(hold_control(kind));
+fn hold_patch(kind: Kind, since: &str, pending: &str) -> Vec<Value> {
+    let mut ops = add_markers(kind, &kind.fixture_control().to_string(), since, pending);
+    ops.extend(kind.hold_ops());
     ops
 }
 
-fn release_patch(kind: &str) -> Vec<Value> {
+/// A release back to the API default control (which every fixture runs with).
+fn release_patch(kind: Kind) -> Vec<Value> {
     let mut ops = remove_markers(kind);
-    ops.extend(restore_default(kind));
+    ops.extend(kind.restore_ops());
     ops
 }
 
@@ -165,19 +134,16 @@ fn audit(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The namespace and name of an object.
+fn place(object: &Value) -> (&str, &str) {
+    let meta = |key: &str| object["metadata"][key].as_str().unwrap_or_default();
+    (meta("namespace"), meta("name"))
+}
+
 /// The command that applies held changes now, for a fixture workload.
 fn apply_now(object: &Value) -> String {
-    let (name, namespace) = (
-        object["metadata"]["name"].as_str().unwrap_or_default(),
-        object["metadata"]["namespace"].as_str().unwrap_or_default(),
-    );
-    match kind_of(object) {
-        "Deployment" => format!("kubectl rollout resume deployment/{name} -n {namespace}"),
-        kind => format!(
-            "kubectl rollout restart {}/{name} -n {namespace}",
-            kind.to_lowercase()
-        ),
-    }
+    let (namespace, name) = place(object);
+    kind(object).apply_now(namespace, name)
 }
 
 struct Expect {
@@ -218,7 +184,7 @@ fn held_first(object: &Value, patch: Vec<Value>, pending: &str) -> Expect {
 
 /// A hold of a fixture workload that ran with its usual control.
 fn first_hold(object: &Value, pending: &str) -> Expect {
-    held_first(object, hold_patch(kind_of(object), NOW, pending), pending)
+    held_first(object, hold_patch(kind(object), NOW, pending), pending)
 }
 
 /// A hold kept since SINCE (or `since`), with the patch given.
@@ -262,11 +228,15 @@ fn released(object: &Value, patch: Vec<Value>, because: &str, pending: &str) -> 
 
 /// Released with the API default, because the remembered `text` is not valid for the kind.
 fn released_default(object: &Value, because: &str, text: &str, pending: &str) -> Expect {
+    let field = kind(object)
+        .control_path()
+        .trim_start_matches('/')
+        .replace('/', ".");
+    let patch = release_patch(kind(object));
     let kind = kind_of(object);
-    let field = control_path(kind).trim_start_matches('/').replace('/', ".");
     Expect {
         allowed: true,
-        patch: release_patch(kind),
+        patch,
         warning: Some(format!(
             "restage-gate: {kind} released, API default {field} restored (remembered one invalid): {because}"
         )),
@@ -309,11 +279,9 @@ fn not_held(object: &Value) -> Expect {
 /// Refused in reject mode: the message names the kind, the workload, the app guid when there is
 /// one, the bindings and the ways to apply the change now.
 fn rejected(object: &Value, bindings: &str) -> Expect {
+    let restart = kind(object).restart(place(object).0, place(object).1);
     let kind = kind_of(object);
-    let (name, namespace) = (
-        object["metadata"]["name"].as_str().unwrap_or_default(),
-        object["metadata"]["namespace"].as_str().unwrap_or_default(),
-    );
+    let (namespace, name) = place(object);
     let app = object["metadata"]["labels"]["korifi.cloudfoundry.org/app-guid"]
         .as_str()
         .map(|guid| format!(" (Cloud Foundry app guid {guid})"))
@@ -324,8 +292,7 @@ fn rejected(object: &Value, bindings: &str) -> Expect {
         warning: Some(format!("restage-gate: refused binding change {bindings}")),
         audit: audit(&[("decision", "rejected"), ("bindings", bindings)]),
         message: Some(format!(
-            "restage-gate refused an update of {kind} {namespace}/{name}{app}: its only pod-template change is service binding {bindings}, which would restart every pod (mode: reject). To apply it now, restart or restage the app (cf restart / cf restage), or run `kubectl rollout restart {}/{name} -n {namespace}`.",
-            kind.to_lowercase()
+            "restage-gate refused an update of {kind} {namespace}/{name}{app}: its only pod-template change is service binding {bindings}, which would restart every pod (mode: reject). To apply it now, restart or restage the app (cf restart / cf restage), or run `{restart}`.",
         )),
     }
 }
@@ -385,10 +352,9 @@ fn release_requested(object: Value) -> Value {
     with(object, |s| annotate(s, RELEASE_ANNOTATION, "now"))
 }
 
-fn on_delete(object: Value) -> Value {
-    with(object, |s| {
-        s["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
-    })
+/// The owner's own control that keeps pods from rolling (`OnDelete`, a pause).
+fn stopped(object: Value) -> Value {
+    kind(&object).stopped_by_owner(object)
 }
 
 #[test]
@@ -429,22 +395,22 @@ fn module_follows_the_decision_table() {
         ("first bind", defer(), "UPDATE", unbound(), bound(), first_hold(&sts, &u)),
         ("unbind", defer(), "UPDATE", bound(), with(bound(), |s| unproject(s, &upsi().uid, true)), first_hold(&sts, &format!("-{}", upsi_name()))),
         ("second bind while held", defer(), "UPDATE", held_u(), with(held_u(), |s| project(s, &orders_db())), kept(&sts, pending_patch(&uo), &uo)),
-        ("runner patch while held", defer(), "UPDATE", held_uo(), runner_write(&held_uo(), &desired(0, 1)), kept(&sts, hold_patch("StatefulSet", SINCE, &uo), &uo)),
+        ("runner patch while held", defer(), "UPDATE", held_uo(), runner_write(&held_uo(), &desired(0, 1)), kept(&sts, hold_patch(kind(&sts), SINCE, &uo), &uo)),
         ("runner patch while not held", defer(), "UPDATE", both(), runner_write(&both(), &desired(0, 1)), plain()),
         ("no change while held", defer(), "UPDATE", held_u(), held_u(), kept(&sts, vec![], &u)),
         ("scale while held", defer(), "UPDATE", held_u(), scaled(held_u(), 3), kept(&sts, vec![], &u)),
         ("scale", defer(), "UPDATE", bound(), scaled(bound(), 3), plain()),
         ("no change", defer(), "UPDATE", bound(), bound(), plain()),
         ("rolling deploy while held", defer(), "UPDATE", held_uo(), runner_write(&held_uo(), &desired(1, 1)), released(&sts, vec![], "restart or restage", &uo)),
-        ("rollout restart while held", defer(), "UPDATE", held_u(), restarted(held_u()), released(&sts, release_patch("StatefulSet"), "restart or restage", &u)),
-        ("unknown pod-spec field while held", defer(), "UPDATE", held_u(), unknown_field(held_u()), released(&sts, release_patch("StatefulSet"), "restart or restage", &u)),
+        ("rollout restart while held", defer(), "UPDATE", held_u(), restarted(held_u()), released(&sts, release_patch(kind(&sts)), "restart or restage", &u)),
+        ("unknown pod-spec field while held", defer(), "UPDATE", held_u(), unknown_field(held_u()), released(&sts, release_patch(kind(&sts)), "restart or restage", &u)),
         ("unknown pod-spec field", defer(), "UPDATE", unbound(), unknown_field(bound()), plain()),
         ("rollout restart", defer(), "UPDATE", bound(), restarted(bound()), plain()),
         ("bind during a rollout", defer(), "UPDATE", in_rollout.clone(), scaled(bound(), 3), plain()),
-        ("bind with the user's own OnDelete", defer(), "UPDATE", on_delete(unbound()), on_delete(bound()), plain()),
+        ("bind with the user's own OnDelete", defer(), "UPDATE", stopped(unbound()), stopped(bound()), plain()),
         ("projection with type, provider and env mappings", defer(), "UPDATE", unbound(), mapped, first_hold(&sts, "+orders-db")),
         ("bind in a maintenance window", open_window(), "UPDATE", unbound(), bound(), plain()),
-        ("held, window open", open_window(), "UPDATE", held_u(), held_u(), released(&sts, release_patch("StatefulSet"), ALWAYS, &u)),
+        ("held, window open", open_window(), "UPDATE", held_u(), held_u(), released(&sts, release_patch(kind(&sts)), ALWAYS, &u)),
         ("wipe while held, window open", open_window(), "UPDATE", held_u(), runner_write(&held_u(), &desired(0, 1)), released(&sts, vec![], ALWAYS, &u)),
         ("reject mode bind", reject(), "UPDATE", unbound(), bound(), rejected(&sts, &u)),
         ("reject mode runner wipe", reject(), "UPDATE", bound(), runner_write(&bound(), &desired(0, 1)), plain()),
@@ -488,7 +454,7 @@ fn module_recognises_projections_by_their_exact_shape() {
         )
     });
     let held_own = || held(bound_own.clone(), &u, SINCE);
-    let release = || release_patch("StatefulSet");
+    let release = || release_patch(kind(&sts));
     let restage = "restart or restage";
 
     #[rustfmt::skip]
@@ -539,7 +505,7 @@ fn a_controller_overwrite_of_a_held_app_with_its_own_root_keeps_every_marker() {
         "UPDATE",
         old.clone(),
         overwrite.clone(),
-        kept(&sts, hold_patch("StatefulSet", SINCE, &pending), &pending),
+        kept(&sts, hold_patch(kind(&sts), SINCE, &pending), &pending),
     )]);
     // what it stores is the old object's hold: the next identical write changes nothing
     let stored = evaluate(&defer(), "UPDATE", &old, &overwrite).object;
@@ -579,9 +545,9 @@ fn module_restores_only_strategies_the_api_server_accepts() {
         s["metadata"]["labels"][HELD_LABEL] = json!("true");
         s["spec"]["updateStrategy"] = canary.clone();
     });
-    let mut remembers_canary = add_markers("StatefulSet", &canary.to_string(), NOW, "");
+    let mut remembers_canary = add_markers(kind(&sts), &canary.to_string(), NOW, "");
     remembers_canary.retain(|op| op["path"] != label_path(HELD_LABEL));
-    remembers_canary.extend(hold_control("StatefulSet"));
+    remembers_canary.extend(kind(&sts).hold_ops());
     #[rustfmt::skip]
     cases.extend([
         ("a label without annotations remembers the current strategy", defer(), "UPDATE", labelled.clone(), labelled.clone(),
@@ -595,11 +561,10 @@ fn module_restores_only_strategies_the_api_server_accepts() {
 #[test]
 fn module_releases_on_the_release_annotation() {
     let mut cases: Vec<Case> = Vec::new();
-    for object in [unbound(), daemonset(), deployment()] {
-        let kind = kind_of(&object);
+    for object in kinds::every().iter().map(|d| d.fixture()) {
         let bound = with(object.clone(), |s| project(s, &orders_db()));
         let held_bound = held(bound.clone(), "+orders-db", SINCE);
-        let mut patch = release_patch(kind);
+        let mut patch = release_patch(kind(&object));
         patch.push(json!({"op": "remove", "path": annotation_path(RELEASE_ANNOTATION)}));
         cases.push((
             "release annotation on a held workload",
@@ -649,11 +614,11 @@ fn module_holds_daemonsets_with_on_delete() {
         ("DaemonSet second bind while held", defer(), "UPDATE", held_bound(), bind(held_bound(), &cache_binding()), kept(&ds, pending_patch, both)),
         ("DaemonSet no change while held", defer(), "UPDATE", held_bound(), held_bound(), kept(&ds, vec![], "+orders-db")),
         ("DaemonSet wipe", defer(), "UPDATE", bound(), daemonset(), plain()),
-        ("DaemonSet wipe while held", defer(), "UPDATE", held_bound(), daemonset(), kept(&ds, hold_patch("DaemonSet", SINCE, "+orders-db"), "+orders-db")),
-        ("DaemonSet restage while held", defer(), "UPDATE", held_bound(), restarted(held_bound()), released(&ds, release_patch("DaemonSet"), "restart or restage", "+orders-db")),
-        ("DaemonSet held, window open", open_window(), "UPDATE", held_bound(), held_bound(), released(&ds, release_patch("DaemonSet"), ALWAYS, "+orders-db")),
+        ("DaemonSet wipe while held", defer(), "UPDATE", held_bound(), daemonset(), kept(&ds, hold_patch(kind(&ds), SINCE, "+orders-db"), "+orders-db")),
+        ("DaemonSet restage while held", defer(), "UPDATE", held_bound(), restarted(held_bound()), released(&ds, release_patch(kind(&ds)), "restart or restage", "+orders-db")),
+        ("DaemonSet held, window open", open_window(), "UPDATE", held_bound(), held_bound(), released(&ds, release_patch(kind(&ds)), ALWAYS, "+orders-db")),
         ("DaemonSet bind during a rollout", defer(), "UPDATE", mid_rollout(), bind(mid_rollout(), &orders_binding()), plain()),
-        ("DaemonSet bind with its own OnDelete", defer(), "UPDATE", on_delete(daemonset()), on_delete(bound()), plain()),
+        ("DaemonSet bind with its own OnDelete", defer(), "UPDATE", stopped(daemonset()), stopped(bound()), plain()),
         ("DaemonSet reject mode bind", reject(), "UPDATE", daemonset(), bound(), rejected(&ds, "+orders-db")),
     ];
     check(cases);
@@ -687,7 +652,7 @@ fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
         o["metadata"]["labels"] = deployment()["metadata"]["labels"].clone();
         o["metadata"]["annotations"] = deployment()["metadata"]["annotations"].clone();
     });
-    let rewrite_markers = add_markers("Deployment", "false", SINCE, "+orders-db");
+    let rewrite_markers = add_markers(kind(&d), "false", SINCE, "+orders-db");
     #[rustfmt::skip]
     let cases: Vec<Case> = vec![
         ("Deployment bind", defer(), "UPDATE", deployment(), bound(), first_hold(&d, "+orders-db")),
@@ -697,12 +662,12 @@ fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
         ("Deployment scale while held", defer(), "UPDATE", held_bound(), scaled(held_bound(), 5), kept(&d, vec![], "+orders-db")),
         ("Deployment wipe", defer(), "UPDATE", bound(), deployment(), plain()),
         ("Deployment template wipe while held", defer(), "UPDATE", held_bound(), template_wipe, kept(&d, rewrite_markers, "+orders-db")),
-        ("Deployment restage while held", defer(), "UPDATE", held_bound(), restarted(held_bound()), released(&d, release_patch("Deployment"), "restart or restage", "+orders-db")),
-        ("Deployment rollout resume while held", defer(), "UPDATE", held_bound(), resumed(held_bound()), released(&d, remove_markers("Deployment"), "rollout resumed", "+orders-db")),
+        ("Deployment restage while held", defer(), "UPDATE", held_bound(), restarted(held_bound()), released(&d, release_patch(kind(&d)), "restart or restage", "+orders-db")),
+        ("Deployment rollout resume while held", defer(), "UPDATE", held_bound(), resumed(held_bound()), released(&d, remove_markers(kind(&d)), "rollout resumed", "+orders-db")),
         // a controller's full-spec write without `paused` unpauses it: a release too
         ("Deployment full-spec overwrite while held", defer(), "UPDATE", held_bound(), deployment(), released(&d, vec![], "rollout resumed", "+orders-db")),
         ("Deployment unbind", defer(), "UPDATE", bound(), unbind(bound(), &orders_binding()), rolling(&d, unbound_why)),
-        ("Deployment unbind while held", defer(), "UPDATE", held_bound(), unbind(held_bound(), &orders_binding()), released(&d, release_patch("Deployment"), unbound_why, "+orders-db")),
+        ("Deployment unbind while held", defer(), "UPDATE", held_bound(), unbind(held_bound(), &orders_binding()), released(&d, release_patch(kind(&d)), unbound_why, "+orders-db")),
         ("Deployment binding secret switched", defer(), "UPDATE", bound(), bind(bound(), &rotated), rolling(&d, switched_why)),
         ("Deployment bind during a rollout", defer(), "UPDATE", mid_rollout(), bind(mid_rollout(), &orders_binding()), plain()),
         ("Deployment bind while its owner paused it", defer(), "UPDATE", paused(deployment()), paused(bound()), plain()),
@@ -710,7 +675,7 @@ fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
     ];
     check(cases);
     let tampered = with(held_bound(), |o| {
-        o["metadata"]["annotations"][remembered_annotation("Deployment")] = json!("yes")
+        o["metadata"]["annotations"][kind(&d).remembered_annotation()] = json!("yes")
     });
     check(vec![(
         "Deployment tampered remembered paused",
@@ -720,7 +685,7 @@ fn module_holds_deployments_with_paused_and_never_holds_an_unbind() {
         restarted(tampered),
         released_default(&d, "restart or restage", "yes", "+orders-db"),
     )]);
-    assert_eq!(held_control("Deployment"), json!(true));
+    assert_eq!(kind(&d).held_control(), json!(true));
 }
 
 /// Every kind in both modes: a change that removes a binding or switches the secret one
@@ -736,11 +701,11 @@ fn module_never_refuses_a_secret_removal_and_never_pauses_an_owners_resume() {
         ..orders_binding()
     };
     let not_refused = "not refused, new pods would mount a deleted secret";
-    let paused_why = "a paused Deployment would start new pods from the old template";
     let extra = |mode| secret_volume::settings(mode);
     let mut cases: Vec<Case<String>> = Vec::new();
-    for kind in fixtures::kinds() {
-        let w = fixtures::unbound(kind);
+    for d in kinds::every() {
+        let kind = d.name();
+        let w = d.fixture();
         let bound = || bind(fixtures::unbound(kind), &orders);
         let ledger = || attach(fixtures::unbound(kind), "ledger", "ledger-secret");
         let ledger_switched = || switch_secret(ledger(), "ledger", "ledger-secret-2");
@@ -749,9 +714,9 @@ fn module_never_refuses_a_secret_removal_and_never_pauses_an_owners_resume() {
             format!("binding orders-db switched from secret orders-db-secret; {not_refused}");
         let ledger_away = "binding ledger switched from secret ledger-secret";
         // defer mode: an `OnDelete` kind holds it, a Deployment rolls it now
-        let defer_switch = match kind {
-            "Deployment" => rolling(&w, &format!("{ledger_away}; {paused_why}")),
-            _ => first_hold(&w, "~ledger"),
+        let defer_switch = match d.unbinds_roll_now() {
+            Some(why) => rolling(&w, &format!("{ledger_away}; {why}")),
+            None => first_hold(&w, "~ledger"),
         };
         #[rustfmt::skip]
         cases.extend([
@@ -765,18 +730,24 @@ fn module_never_refuses_a_secret_removal_and_never_pauses_an_owners_resume() {
             (format!("{kind} extra-prefix secret volume bind, reject mode"), extra("reject"), "UPDATE", w.clone(), ledger(), rejected(&w, "+ledger")),
         ]);
     }
-    let d = deployment();
-    let paused = |o: Value| with(o, |o| o["spec"]["paused"] = json!(true));
-    let resumed = |o: Value| with(o, rollout_resume);
-    let bound = || bind(deployment(), &orders);
-    #[rustfmt::skip]
-    cases.extend([
-        ("Deployment owner's resume with a bind".to_string(), defer(), "UPDATE", paused(deployment()), resumed(paused(bound())), plain()),
-        ("Deployment owner's resume with a bind, reject mode".to_string(), reject(), "UPDATE", paused(deployment()), resumed(paused(bound())), plain()),
-        ("Deployment owner's resume with an unbind".to_string(), defer(), "UPDATE", paused(bound()), resumed(paused(deployment())), plain()),
-        ("Deployment bind while its owner keeps it paused".to_string(), defer(), "UPDATE", paused(deployment()), paused(bound()), plain()),
-        ("Deployment resume of a held Deployment".to_string(), defer(), "UPDATE", held(bound(), "+orders-db", SINCE), resumed(held(bound(), "+orders-db", SINCE)), released(&d, remove_markers("Deployment"), "rollout resumed", "+orders-db")),
-    ]);
+    // the kinds whose owner resumes a rollout with a command of its own
+    for d in kinds::every()
+        .into_iter()
+        .filter(|d| d.resumed(&d.fixture()).is_some())
+    {
+        let (kind, w) = (d.name(), d.fixture());
+        let paused = |o: Value| d.stopped_by_owner(o);
+        let resumed = |o: Value| d.resumed(&o).unwrap_or_default();
+        let bound = || bind(d.fixture(), &orders);
+        #[rustfmt::skip]
+        cases.extend([
+            (format!("{kind} owner's resume with a bind"), defer(), "UPDATE", paused(w.clone()), resumed(paused(bound())), plain()),
+            (format!("{kind} owner's resume with a bind, reject mode"), reject(), "UPDATE", paused(w.clone()), resumed(paused(bound())), plain()),
+            (format!("{kind} owner's resume with an unbind"), defer(), "UPDATE", paused(bound()), resumed(paused(w.clone())), plain()),
+            (format!("{kind} bind while its owner keeps it paused"), defer(), "UPDATE", paused(w.clone()), paused(bound()), plain()),
+            (format!("{kind} resume of a held {kind}"), defer(), "UPDATE", held(bound(), "+orders-db", SINCE), resumed(held(bound(), "+orders-db", SINCE)), released(&w, remove_markers(d), "rollout resumed", "+orders-db")),
+        ]);
+    }
     check(cases);
 }
 
@@ -794,12 +765,17 @@ fn subresources_and_other_kinds_are_accepted_unchanged() {
             "{value}"
         );
     }
-    for (api_version, kind) in [
-        ("apps/v1", "ReplicaSet"),
+    // a ReplicaSet in the group of the workloads held, and kinds of other groups
+    let replica_sets = kinds::every()
+        .into_iter()
+        .map(|k| (k.api_version(), "ReplicaSet"));
+    let others = [
         ("v1", "ReplicationController"),
         ("batch/v1", "CronJob"),
         ("batch/v1", "Job"),
-    ] {
+    ]
+    .map(|(v, k)| (v.to_string(), k));
+    for (api_version, kind) in replica_sets.chain(others) {
         let typed = |s: &mut Value| {
             s["apiVersion"] = json!(api_version);
             s["kind"] = json!(kind);

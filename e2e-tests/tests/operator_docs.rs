@@ -8,13 +8,14 @@
 use std::collections::BTreeSet;
 
 use restage_gate::markers::{HELD_LABEL, HELD_SINCE_ANNOTATION, PENDING_ANNOTATION};
-use restage_gate_e2e::cluster::{Cluster, Controller, Kind, Order, Policy};
+use restage_gate_e2e::cluster::{every_kind, Cluster, Controller, Kind, Order, Policy};
 use restage_gate_e2e::docs::{
     all_commands, commands_of, names, selects, shell_blocks, Shell, Site,
 };
 use restage_gate_e2e::host::policy_under_test;
 use restage_gate_release::repository;
 use restage_gate_testkit::fixtures;
+use restage_gate_testkit::kinds::Owner;
 use restage_gate_testkit::korifi::{desired, orders_db};
 use serde_json::{json, Value};
 
@@ -31,7 +32,7 @@ const RUN: &[(&str, &str, &str)] = &[
     ("README.md", "kubectl wait --for=jsonpath='{.status.policyStatus}'=active clusteradmissionpolicy/restage-gate-monitor --timeout=5m", "measuring_first_reports_each_bind_and_changes_nothing"),
     ("README.md", "kubectl delete clusteradmissionpolicy restage-gate-monitor", "measuring_first_reports_each_bind_and_changes_nothing"),
     ("README.md", "kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true -o custom-columns= …", "held_workloads_are_found_and_their_changes_applied_now"),
-    ("README.md", "kubectl annotate statefulset/NAME -n NAMESPACE restage-gate.io/release=now", "held_workloads_are_found_and_their_changes_applied_now"),
+    ("README.md", "kubectl annotate statefulset/NAME -n NAMESPACE restage-gate.io/release=now --overwrite", "held_workloads_are_found_and_their_changes_applied_now"),
     ("README.md", "kubectl rollout restart statefulset/NAME -n NAMESPACE", "held_workloads_are_found_and_their_changes_applied_now"),
     ("README.md", "kubectl rollout resume deployment/NAME -n NAMESPACE", "held_workloads_are_found_and_their_changes_applied_now"),
     ("docs/contributing.md", "cargo run -q -p restage-gate-e2e --bin restage-gate-run -- \\ …", "the_contributors_run_command_answers_a_bind_with_a_hold"),
@@ -51,10 +52,11 @@ const RUN_ELSEWHERE: &[(&str, &str, &str)] = &[
     ("docs/install.md", "make push REGISTRY=registry.lab.internal:5000/policies KWCTL_SOURCES=sources.yaml", "kwctl_stand_in.rs: make_gives_kwctl_plain_http_for_the_registries_the_release_tool_reaches_over_plain_http"),
     ("docs/install.md", "kubectl apply -f window-release.yaml", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
     ("docs/uninstall.md", "kubectl delete -f window-release.yaml --ignore-not-found", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
-    ("docs/uninstall.md", "kubectl annotate statefulset,daemonset,deployment -A -l restage-gate.io/held=true restage-gate.io/release=now --overwrite", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
+    ("docs/uninstall.md", "if [ -n \"$(kubectl api-resources --api-group=apps -o name)\" ]; then kubectl annotate …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
     ("docs/uninstall.md", "kubectl delete clusteradmissionpolicy restage-gate", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
-    ("docs/uninstall.md", "kubectl get statefulset,daemonset,deployment -A -l restage-gate.io/held=true -o json | …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
-    ("docs/uninstall.md", "kubectl get statefulset,daemonset,deployment -A -l restage-gate.io/held=true", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
+    ("docs/uninstall.md", "restore=' …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
+    ("docs/uninstall.md", "if [ -n \"$(kubectl api-resources --api-group=apps -o name)\" ]; then kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true -o json …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
+    ("docs/uninstall.md", "if [ -n \"$(kubectl api-resources --api-group=apps -o name)\" ]; then kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true; fi …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
 ];
 
 /// Documented commands no test runs, and why: (doc, command, reason).
@@ -223,7 +225,15 @@ fn app(kind: Kind, policies: Vec<Policy>) -> Cluster {
 
 /// A cluster with one app of each kind and no policy yet.
 fn site() -> Site {
-    Site::new(Kind::every().iter().map(|&k| app(k, vec![])).collect())
+    Site::new(every_kind().into_iter().map(|k| app(k, vec![])).collect())
+}
+
+/// The kind Korifi runs apps as.
+fn korifi() -> Kind {
+    every_kind()
+        .into_iter()
+        .find(|k| k.owner() == Owner::Korifi)
+        .expect("a kind Korifi runs apps as")
 }
 
 /// The ClusterAdmissionPolicies of install manifests, read as `kubectl apply -f` reads them.
@@ -240,9 +250,9 @@ fn manifests(files: &[&str]) -> Vec<Policy> {
 
 /// The binding of each kind's fixture app.
 fn binding(kind: Kind) -> restage_gate_testkit::projector::Binding {
-    match kind {
-        Kind::StatefulSet => orders_db(),
-        _ => fixtures::orders_binding(),
+    match kind.owner() {
+        Owner::Korifi => orders_db(),
+        Owner::Kubectl => fixtures::orders_binding(),
     }
 }
 
@@ -302,13 +312,13 @@ fn the_guard_refuses_the_runners_write_until_the_binding_is_held() {
     let mut docs = Docs::new("the_guard_refuses_the_runners_write_until_the_binding_is_held");
     // Without the guard: the runner's write, into which the projector folds a binding its
     // runtime controller has not written yet, rolls the pods.
-    let mut alone = app(Kind::StatefulSet, manifests(&["policy.yaml"]));
+    let mut alone = app(korifi(), manifests(&["policy.yaml"]));
     alone.bind_pending(&orders_db());
     assert!(alone.runner(PODS));
     assert!(!alone.is_held());
     assert_eq!(alone.restarts, PODS as usize, "the race the guard closes");
 
-    let mut site = Site::new(vec![app(Kind::StatefulSet, vec![])]);
+    let mut site = Site::new(vec![app(korifi(), vec![])]);
     docs.run(
         &mut site,
         "README.md",
@@ -377,10 +387,7 @@ fn measuring_first_reports_each_bind_and_changes_nothing() {
     }
 
     // Beside the defer policy it would see each bind already held, and report nothing.
-    let mut beside = app(
-        Kind::StatefulSet,
-        manifests(&["monitor.yaml", "policy.yaml"]),
-    );
+    let mut beside = app(korifi(), manifests(&["monitor.yaml", "policy.yaml"]));
     assert!(beside.bind(&orders_db()));
     assert!(beside.is_held());
     assert_eq!(
@@ -438,9 +445,9 @@ fn held_workloads_are_found_and_their_changes_applied_now() {
     // `kubectl annotate statefulset/NAME …   # or daemonset/, deployment/`
     let annotate = docs.command(
         "README.md",
-        "kubectl annotate statefulset/NAME -n NAMESPACE restage-gate.io/release=now",
+        "kubectl annotate statefulset/NAME -n NAMESPACE restage-gate.io/release=now --overwrite",
     );
-    for kind in ["statefulset", "daemonset", "deployment"] {
+    for kind in every_kind().iter().map(|k| k.name().to_lowercase()) {
         docs.run_text(
             &mut site,
             &annotate.replace("statefulset/", &format!("{kind}/")),
@@ -456,7 +463,17 @@ fn held_workloads_are_found_and_their_changes_applied_now() {
         "README.md",
         "kubectl rollout restart statefulset/NAME -n NAMESPACE",
     );
-    for kind in ["statefulset", "daemonset"] {
+    // every kind kubectl restarts while held; the others (a paused Deployment) are resumed
+    let restartable: Vec<String> = site
+        .workloads
+        .iter()
+        .filter(|c| {
+            !c.kind
+                .restart_refused(&c.object.clone().unwrap_or_default())
+        })
+        .map(|c| c.kind.name().to_lowercase())
+        .collect();
+    for kind in restartable {
         docs.run_text(
             &mut site,
             &restart.replace("statefulset/", &format!("{kind}/")),
@@ -520,7 +537,9 @@ fn an_upgrade_keeps_every_hold() {
     for c in &mut site.workloads {
         held_with_no_restart(c);
         // a restage after the upgrade releases what the old module held
-        if c.kind == Kind::Deployment {
+        if c.kind
+            .restart_refused(&c.object.clone().unwrap_or_default())
+        {
             assert!(c.rollout_resume());
         } else {
             assert!(c.rollout_restart());
@@ -656,7 +675,7 @@ fn the_documented_selectors_choose_korifis_apps_or_labelled_namespaces() {
 #[test]
 fn removing_the_guard_first_never_refuses_a_bind() {
     let mut docs = Docs::new("removing_the_guard_first_never_refuses_a_bind");
-    let mut site = Site::new(vec![app(Kind::StatefulSet, vec![])]);
+    let mut site = Site::new(vec![app(korifi(), vec![])]);
     docs.run_text(&mut site, "kubectl apply -f policy.yaml -f guard.yaml");
     docs.run(
         &mut site,
@@ -669,7 +688,7 @@ fn removing_the_guard_first_never_refuses_a_bind() {
     held_with_no_restart(c);
 
     // The other way round, the guard alone refuses the bind.
-    let mut guard_alone = app(Kind::StatefulSet, manifests(&["guard.yaml"]));
+    let mut guard_alone = app(korifi(), manifests(&["guard.yaml"]));
     assert!(!guard_alone.bind(&orders_db()), "refused");
     assert_eq!(guard_alone.refused[0].policy, "restage-gate-guard");
     docs.finish();

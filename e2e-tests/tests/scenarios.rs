@@ -13,13 +13,12 @@ use std::time::SystemTime;
 
 use restage_gate::markers::{HELD_SINCE_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION};
 use restage_gate_demo::steps::{window_closed, window_open};
-use restage_gate_e2e::cluster::{Cluster, Controller, Kind, Mode, Order, Policy};
+use restage_gate_e2e::cluster::{every_kind, Cluster, Controller, Kind, Mode, Order, Policy};
 use restage_gate_e2e::host::policy_under_test;
 use restage_gate_release::repository;
-use restage_gate_testkit::fixtures::{self, cache_binding};
-use restage_gate_testkit::hold::{
-    control_path, default_control, held_control, markers_on, remembered_annotation,
-};
+use restage_gate_testkit::fixtures::cache_binding;
+use restage_gate_testkit::hold::{held, markers_on};
+use restage_gate_testkit::kinds::Owner;
 use restage_gate_testkit::korifi::{orders_db, upsi};
 use restage_gate_testkit::projector::Binding;
 use serde_json::{json, Value};
@@ -152,20 +151,16 @@ fn pending(c: &Cluster) -> String {
 
 /// The control the workload was created with (the API default where the owner set none).
 fn original_control(kind: Kind) -> Value {
-    let object = fixtures::unbound(kind.name());
-    object
-        .pointer(&control_path(kind.name()))
-        .cloned()
-        .unwrap_or_else(|| default_control(kind.name()))
+    kind.fixture_control()
 }
 
 fn assert_held(c: &Cluster, want_pending: &str) {
     let kind = c.kind.name();
     assert!(c.is_held(), "{kind}: held");
-    assert_eq!(c.control(), held_control(kind), "{kind}: held control");
+    assert_eq!(c.control(), c.kind.held_control(), "{kind}: held control");
     assert_eq!(pending(c), want_pending, "{kind}: pending");
     let remembered = c
-        .annotation(remembered_annotation(kind))
+        .annotation(c.kind.remembered_annotation())
         .expect("remembered control");
     assert_eq!(
         serde_json::from_str::<Value>(&remembered).expect("JSON"),
@@ -183,12 +178,12 @@ fn assert_released(c: &Cluster) {
     assert_eq!(markers_on(&object), Vec::<String>::new(), "{kind}: markers");
 }
 
-/// The app restarted or restaged the way its platform does it: `cf restart` on Korifi, a new
-/// image for the other kinds.
+/// The app restarted or restaged the way its owner does it: `cf restart` on Korifi, a new
+/// image with kubectl.
 fn restage(c: &mut Cluster) -> bool {
-    match c.kind {
-        Kind::StatefulSet => c.cf_restart(),
-        _ => c.rolling_deploy(),
+    match c.kind.owner() {
+        Owner::Korifi => c.cf_restart(),
+        Owner::Kubectl => c.rolling_deploy(),
     }
 }
 
@@ -208,17 +203,17 @@ fn rolled_out(mut c: Cluster, binding: &Binding) -> Cluster {
 }
 
 /// `c` running with `orders-db`, then held with binds, and for a kind that holds unbinds an
-/// unbind too: `cache` bound, then `orders-db` unbound (a Deployment, which rolls an unbind at
-/// once: the user-provided service bound instead).
+/// unbind too: `cache` bound, then `orders-db` unbound (a kind that rolls an unbind at once:
+/// the user-provided service bound instead).
 fn held_with_binds(c: Cluster) -> Cluster {
     let mut c = rolled_out(c, &orders_db());
     assert!(c.bind(&cache_binding()));
-    let second = if c.kind == Kind::Deployment {
-        assert!(c.bind(&upsi()));
-        format!("+{}", upsi().name)
-    } else {
+    let second = if c.kind.holds_unbinds() {
         assert!(c.unbind(&orders_db()));
         "-orders-db".into()
+    } else {
+        assert!(c.bind(&upsi()));
+        format!("+{}", upsi().name)
     };
     assert_held(&c, &format!("+cache {second}"));
     c
@@ -259,10 +254,10 @@ fn window_job_inside_a_window(mut c: Cluster) -> Row {
             assert_eq!((&c.object, c.restarts), (&stored, restarts));
         }),
     );
-    let mut want: Vec<String> = if c.kind == Kind::Deployment {
-        vec!["orders-db".into(), "cache".into(), upsi().name]
-    } else {
+    let mut want: Vec<String> = if c.kind.holds_unbinds() {
         vec!["cache".into()]
+    } else {
+        vec!["orders-db".into(), "cache".into(), upsi().name]
     };
     want.sort();
     for mut seen in c.pod_bindings() {
@@ -294,7 +289,8 @@ fn released_by(mut c: Cluster, restage: &dyn Fn(&mut Cluster) -> bool) -> Row {
 }
 
 struct Scenario {
-    kinds: &'static [Kind],
+    /// The kinds it runs on.
+    kinds: fn(Kind) -> bool,
     /// `{scale}` and `{deploy}` stand for how the kind's platform does them.
     name: &'static str,
     run: fn(Kind, Order) -> Row,
@@ -302,14 +298,15 @@ struct Scenario {
 
 impl Scenario {
     fn title(&self, kind: Kind) -> String {
-        let (scale, deploy) = match kind {
-            Kind::StatefulSet => ("cf scale -i 4", "cf push --strategy rolling"),
-            Kind::DaemonSet => ("a fourth node joins", "kubectl set image"),
-            Kind::Deployment => ("kubectl scale --replicas 4", "kubectl set image"),
+        let scale = kind.scale_to_four();
+        let deploy = match kind.owner() {
+            Owner::Korifi => "cf push --strategy rolling",
+            Owner::Kubectl => "kubectl set image",
         };
-        let held = match kind {
-            Kind::Deployment => "two binds",
-            _ => "a bind and an unbind",
+        let held = if kind.holds_unbinds() {
+            "a bind and an unbind"
+        } else {
+            "two binds"
         };
         self.name
             .replace("{scale}", scale)
@@ -318,14 +315,55 @@ impl Scenario {
     }
 }
 
-const KORIFI: &[Kind] = &[Kind::StatefulSet];
-const HELD_BY_STRATEGY: &[Kind] = &[Kind::StatefulSet, Kind::DaemonSet];
-const DEPLOYMENT: &[Kind] = &[Kind::Deployment];
+fn every(_: Kind) -> bool {
+    true
+}
+
+/// The kinds Korifi runs apps as.
+fn korifi(kind: Kind) -> bool {
+    kind.owner() == Owner::Korifi
+}
+
+/// The kinds a user runs with kubectl.
+fn kubectl(kind: Kind) -> bool {
+    kind.owner() == Owner::Kubectl
+}
+
+/// The kinds that hold an unbind like a bind.
+fn holds_unbinds(kind: Kind) -> bool {
+    kind.holds_unbinds()
+}
+
+/// The kinds that roll an unbind or a secret switch now.
+fn rolls_unbinds(kind: Kind) -> bool {
+    !kind.holds_unbinds()
+}
+
+/// The kinds whose owner resumes a stopped rollout with a command of its own.
+fn resumable(kind: Kind) -> bool {
+    kind.resumed(&kind.fixture()).is_some()
+}
+
+/// The kinds whose pods created while held start from the old template.
+fn old_template_pods(kind: Kind) -> bool {
+    !kind.new_pods_see_held_changes()
+}
+
+/// The kinds `kubectl rollout restart` restarts while held.
+fn restarts_while_held(kind: Kind) -> bool {
+    !kind.restart_refused(&held(kind.fixture(), "+orders-db", "2026-12-01T09:00:00Z"))
+}
+
+/// The kinds `kubectl rollout restart` refuses while held, which `kubectl rollout resume`
+/// releases.
+fn resumes_while_held(kind: Kind) -> bool {
+    !restarts_while_held(kind) && resumable(kind)
+}
 
 fn scenarios() -> Vec<Scenario> {
     vec![
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "bind one service to a running app",
             run: |k, o| {
                 let mut c = app(k, o);
@@ -336,7 +374,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "bind three services in a row",
             run: |k, o| {
                 let mut c = bound_app(k, o, &[upsi(), orders_db(), cache_binding()]);
@@ -345,7 +383,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: HELD_BY_STRATEGY,
+            kinds: holds_unbinds,
             name: "unbind, then {scale}",
             run: |k, o| {
                 let mut c = running_with(k, o, &orders_db());
@@ -360,7 +398,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: DEPLOYMENT,
+            kinds: rolls_unbinds,
             name: "unbind (rolls now), then {scale} and delete a pod",
             run: |k, o| {
                 let mut c = running_with(k, o, &orders_db());
@@ -378,7 +416,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: DEPLOYMENT,
+            kinds: rolls_unbinds,
             name: "bind, then unbind another service (rolls now, the held bind with it)",
             run: |k, o| {
                 let mut c = running_with(k, o, &orders_db());
@@ -388,7 +426,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: KORIFI,
+            kinds: korifi,
             name: "unbind the last binding, then the runner drops SERVICE_BINDING_ROOT",
             run: |k, o| {
                 let mut c = running_with(k, o, &orders_db());
@@ -409,39 +447,39 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "bind, then {scale}",
             run: |k, o| {
                 let mut c = bound_app(k, o, &[orders_db()]);
                 assert!(c.scale(4));
                 assert_held(&c, "+orders-db");
                 // a held Deployment scales its old ReplicaSet: the new pod has the old template
-                let want: &[&str] = if k == Kind::Deployment {
-                    &[]
-                } else {
+                let want: &[&str] = if k.new_pods_see_held_changes() {
                     &["orders-db"]
+                } else {
+                    &[]
                 };
                 assert_eq!(c.pod_bindings()[3], want, "the new pod");
                 measure(&mut c, None)
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "bind, then delete a pod",
             run: |k, o| {
                 let mut c = bound_app(k, o, &[orders_db()]);
                 c.delete_pod(1);
-                let want: &[&str] = if k == Kind::Deployment {
-                    &[]
-                } else {
+                let want: &[&str] = if k.new_pods_see_held_changes() {
                     &["orders-db"]
+                } else {
+                    &[]
                 };
                 assert_eq!(c.pod_bindings()[1], want, "the recreated pod");
                 measure(&mut c, None)
             },
         },
         Scenario {
-            kinds: DEPLOYMENT,
+            kinds: old_template_pods,
             name: "bind, then {scale}, then {deploy}",
             run: |k, o| {
                 let mut c = bound_app(k, o, &[orders_db()]);
@@ -450,7 +488,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: KORIFI,
+            kinds: korifi,
             name: "bind, then the runner writes three times",
             run: |k, o| {
                 let mut c = bound_app(k, o, &[orders_db()]);
@@ -468,7 +506,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "bind two, then {deploy}",
             run: |k, o| {
                 released_by(
@@ -478,22 +516,22 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: HELD_BY_STRATEGY,
+            kinds: restarts_while_held,
             name: "bind, then kubectl rollout restart",
             run: |k, o| released_by(bound_app(k, o, &[orders_db()]), &Cluster::rollout_restart),
         },
         Scenario {
-            kinds: DEPLOYMENT,
+            kinds: resumes_while_held,
             name:
                 "bind, then kubectl rollout resume (kubectl refuses rollout restart while paused)",
             run: |k, o| {
                 let mut c = bound_app(k, o, &[orders_db()]);
-                assert!(!c.rollout_restart(), "kubectl refuses a paused Deployment");
+                assert!(!c.rollout_restart(), "kubectl refuses it while held");
                 released_by(c, &Cluster::rollout_resume)
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "bind, then kubectl annotate restage-gate.io/release=now",
             run: |k, o| {
                 released_by(bound_app(k, o, &[orders_db()]), &|c| {
@@ -502,7 +540,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "bind while {deploy} is half done",
             run: |k, o| {
                 let mut c = app(k, o);
@@ -526,12 +564,12 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: KORIFI,
+            kinds: korifi,
             name: "bind, then cf restart",
             run: |k, o| released_by(bound_app(k, o, &[orders_db()]), &Cluster::cf_restart),
         },
         Scenario {
-            kinds: HELD_BY_STRATEGY,
+            kinds: holds_unbinds,
             name: "credential rotation, then {scale}",
             run: |k, o| {
                 let mut c = running_with(k, o, &orders_db());
@@ -542,7 +580,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: DEPLOYMENT,
+            kinds: rolls_unbinds,
             name: "credential rotation (rolls now), then {scale}",
             run: |k, o| {
                 let mut c = running_with(k, o, &orders_db());
@@ -559,7 +597,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "bind inside a maintenance window (the bind is the restage)",
             run: |k, o| {
                 let mut c = app_with(k, o, Mode::Defer, window_open());
@@ -574,7 +612,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: KORIFI,
+            kinds: korifi,
             name: "reject mode: bind, then cf scale -i 4, then cf restart",
             run: |k, o| {
                 let mut c = app_with(k, o, Mode::Reject, json!({}));
@@ -597,7 +635,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "reject mode: unbind one of two (accepted, rolls now), then {scale} and delete a pod",
             run: |k, o| {
                 let mut c = app_with(k, o, Mode::Reject, json!({}));
@@ -625,11 +663,12 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: DEPLOYMENT,
+            kinds: resumable,
             name: "paused by its owner: a bind arrives with kubectl rollout resume (the owner's: rolls now)",
             run: |k, o| {
                 let mut c = app(k, o);
-                assert!(c.merge_patch(&json!({"spec": {"paused": true}})));
+                let paused = k.stopped_by_owner(c.object.clone().unwrap_or_default());
+                assert!(c.update("kubectl patch", paused));
                 c.bind_pending(&orders_db());
                 let row = measure(
                     &mut c,
@@ -638,21 +677,21 @@ fn scenarios() -> Vec<Scenario> {
                     }),
                 );
                 assert!(!c.is_held(), "the owner's resume is not paused again");
-                assert_eq!(c.control(), json!(false));
+                assert_eq!(c.control(), k.default_control());
                 row
             },
         },
         Scenario {
-            kinds: &[Kind::DaemonSet, Kind::Deployment],
+            kinds: kubectl,
             name: "reject mode: bind, then {deploy}",
             run: |k, o| {
                 let mut c = app_with(k, o, Mode::Reject, json!({}));
                 assert!(!c.bind(&orders_db()), "the bind is refused");
-                let kind = k.name();
+                let object = c.object.clone().unwrap_or_default();
+                let [namespace, name] =
+                    ["namespace", "name"].map(|key| object["metadata"][key].as_str().unwrap_or_default());
                 assert!(
-                    c.refused[0]
-                        .message
-                        .contains(&format!("kubectl rollout restart {}/", kind.to_lowercase())),
+                    c.refused[0].message.contains(&k.restart(namespace, name)),
                     "{:?}",
                     c.refused
                 );
@@ -668,22 +707,22 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "held ({held}), then the window job runs twice, no maintenance window configured (stores nothing)",
             run: |k, o| window_job_outside_every_window(app(k, o)),
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "held ({held}), then the window job runs twice outside the maintenance window (stores nothing)",
             run: |k, o| window_job_outside_every_window(app_with(k, o, Mode::Defer, window_closed(SystemTime::now()))),
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "held ({held}), a maintenance window opens, then the window job runs twice (the first releases)",
             run: |k, o| window_job_inside_a_window(held_with_binds(app(k, o))),
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "monitor only: bind (the bind is the restage: rolls as with no policy; reported, not refused)",
             run: |k, o| {
                 let bind = |c: &mut Cluster| assert!(c.bind(&orders_db()));
@@ -704,7 +743,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "defer + monitor: bind two, then {deploy} (the monitor sees the hold: reports nothing)",
             run: |k, o| {
                 let mut c = app_under(k, o, vec![defer(), monitor()]);
@@ -719,7 +758,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "defer + guard: bind three services in a row, then {scale}, then {deploy}",
             run: |k, o| {
                 let mut c = guarded(k, o);
@@ -732,7 +771,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "defer + guard: bind, then kubectl annotate restage-gate.io/release=now",
             run: |k, o| {
                 let mut c = guarded(k, o);
@@ -741,7 +780,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: Kind::every(),
+            kinds: every,
             name: "defer + guard: held ({held}), a maintenance window opens, then the window job runs twice",
             run: |k, o| {
                 let c = held_with_binds(guarded(k, o));
@@ -749,7 +788,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: KORIFI,
+            kinds: korifi,
             name: "defer + guard: bind, then the runner writes three times, then cf restart",
             run: |k, o| {
                 let mut c = guarded(k, o);
@@ -763,7 +802,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: HELD_BY_STRATEGY,
+            kinds: holds_unbinds,
             name: "defer + guard: unbind, then kubectl rollout restart",
             run: |k, o| {
                 let mut c = rolled_out(guarded(k, o), &orders_db());
@@ -773,7 +812,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: DEPLOYMENT,
+            kinds: rolls_unbinds,
             name: "defer + guard: bind, then unbind another service (rolls now, the held bind with it)",
             run: |k, o| {
                 let mut c = rolled_out(guarded(k, o), &orders_db());
@@ -783,7 +822,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
-            kinds: DEPLOYMENT,
+            kinds: resumes_while_held,
             name: "defer + guard: bind, then kubectl rollout resume",
             run: |k, o| {
                 let mut c = guarded(k, o);
@@ -821,8 +860,8 @@ fn scenario_rows() -> &'static [(Kind, String, Row)] {
     static ROWS: OnceLock<Vec<(Kind, String, Row)>> = OnceLock::new();
     ROWS.get_or_init(|| {
         let mut rows = Vec::new();
-        for &kind in Kind::every() {
-            for scenario in scenarios().iter().filter(|s| s.kinds.contains(&kind)) {
+        for kind in every_kind() {
+            for scenario in scenarios().iter().filter(|s| (s.kinds)(kind)) {
                 let real = (scenario.run)(kind, Order::PolicyFirst);
                 let swapped = (scenario.run)(kind, Order::ProjectorFirst);
                 let name = scenario.title(kind);
@@ -894,16 +933,25 @@ fn race(
     real: Raced,
     swapped: Raced,
 ) -> Vec<(Kind, String, Row)> {
-    [
-        (Order::PolicyFirst, "restage-gate's webhook first, the real order", real),
-        (Order::ProjectorFirst, "the projector's webhook first", swapped),
-    ]
-    .into_iter()
-    .map(|(order, placed, want)| {
+    let orders = [
+        (
+            Order::PolicyFirst,
+            "restage-gate's webhook first, the real order",
+            real,
+        ),
+        (
+            Order::ProjectorFirst,
+            "the projector's webhook first",
+            swapped,
+        ),
+    ];
+    let korifi_kinds = every_kind().into_iter().filter(|&k| korifi(k));
+    let runs = korifi_kinds.flat_map(|kind| orders.map(|run| (kind, run)));
+    runs.map(|(kind, (order, placed, want))| {
         let name = format!(
             "the projector race: a binding not yet projected, folded into the runner's write ({setup}; {placed})"
         );
-        let mut c = app_under(Kind::StatefulSet, order, policies());
+        let mut c = app_under(kind, order, policies());
         c.bind_pending(&orders_db());
         let landed = c.run_controllers(
             &[Controller::Runner(INSTANCES), Controller::Bindings],
@@ -933,7 +981,7 @@ fn race(
             c.pod_bindings().iter().all(|b| b == &["orders-db"]),
             "{name}: cf restart brings the binding to every pod"
         );
-        (Kind::StatefulSet, name, row)
+        (kind, name, row)
     })
     .collect()
 }
@@ -971,25 +1019,42 @@ fn race_rows() -> Vec<(Kind, String, Row)> {
 #[test]
 fn in_the_projector_race_defer_alone_rolls_in_the_real_order_and_with_the_guard_nothing_rolls() {
     let rows = race_rows();
-    assert_eq!(rows.len(), 4, "two setups, two orders");
+    let korifi_kinds = every_kind().into_iter().filter(|&k| korifi(k)).count();
+    assert!(korifi_kinds > 0, "a kind Korifi runs apps as");
+    assert_eq!(rows.len(), 4 * korifi_kinds, "two setups, two orders");
 }
 
 #[test]
 fn the_table_in_docs_testing_md_is_this_run() {
     let mut rows = scenario_rows().to_vec();
     rows.extend(race_rows());
-    let place = |kind: &Kind| Kind::every().iter().position(|k| k == kind);
+    let place = |kind: &Kind| every_kind().iter().position(|k| k == kind);
     rows.sort_by_key(|(kind, _, _)| place(kind));
     check_table(&render(&rows));
 }
 
 /// The model catches what the scenarios promise never happens. A Deployment its owner paused is
 /// left alone by the policy, so after an unbind the old ReplicaSet still scales a template that
-/// mounts the deleted secret.
+/// mounts the deleted secret (so does every kind whose new pods start from the old template).
 #[test]
 fn the_model_catches_a_pod_started_from_a_template_with_a_deleted_secret() {
-    let mut c = running_with(Kind::Deployment, Order::PolicyFirst, &orders_db());
-    assert!(c.merge_patch(&json!({"spec": {"paused": true}})));
+    let kinds: Vec<Kind> = every_kind()
+        .into_iter()
+        .filter(|k| !k.new_pods_see_held_changes())
+        .collect();
+    assert!(
+        !kinds.is_empty(),
+        "a kind whose new pods start from the old template"
+    );
+    for kind in kinds {
+        catches_a_pod_from_a_deleted_secret(kind);
+    }
+}
+
+fn catches_a_pod_from_a_deleted_secret(kind: Kind) {
+    let mut c = running_with(kind, Order::PolicyFirst, &orders_db());
+    let paused = kind.stopped_by_owner(c.object.clone().unwrap_or_default());
+    assert!(c.update("kubectl patch", paused));
     let warned = c.warnings.len();
     assert!(c.unbind(&orders_db()));
     assert!(
@@ -1022,7 +1087,7 @@ fn the_shipped_policies_are_the_setups_the_scenarios_run() {
 #[test]
 fn inside_a_window_the_guard_refuses_a_bind_unless_it_has_the_same_windows() {
     let open = || with_settings(defer(), window_open());
-    for &kind in Kind::every() {
+    for kind in every_kind() {
         for order in [Order::PolicyFirst, Order::ProjectorFirst] {
             let mut c = app_under(kind, order, vec![open(), guard()]);
             assert!(!c.bind(&orders_db()), "{}: refused", kind.name());
@@ -1043,7 +1108,7 @@ fn defer_mode_deployed_without_mutating_refuses_the_binds_it_would_hold() {
         mutating: false,
         ..defer()
     };
-    for &kind in Kind::every() {
+    for kind in every_kind() {
         let mut c = app_under(kind, Order::PolicyFirst, vec![validating.clone()]);
         assert!(!c.bind(&orders_db()), "{}", kind.name());
         assert!(

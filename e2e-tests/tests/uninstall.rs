@@ -8,12 +8,11 @@
 use std::process::Command;
 
 use restage_gate::markers::HELD_LABEL;
-use restage_gate_e2e::cluster::{Cluster, Kind, Order};
+use restage_gate_e2e::cluster::{every_kind, Cluster, Kind, Order};
 use restage_gate_e2e::docs::{self, commands_of, fenced_blocks, names, Shell, Site};
 use restage_gate_e2e::host::policy_under_test;
 use restage_gate_release::repository;
-use restage_gate_testkit::fixtures;
-use restage_gate_testkit::hold::{control_path, default_control, markers_on};
+use restage_gate_testkit::hold::markers_on;
 use restage_gate_testkit::korifi::orders_db;
 use serde_json::Value;
 
@@ -37,10 +36,10 @@ fn procedure() -> Vec<String> {
 
 /// The control the workload was created with.
 fn original_control(kind: Kind) -> Value {
-    fixtures::unbound(kind.name())
-        .pointer(&control_path(kind.name()))
+    let w = kind.workload();
+    w.control(&kind.fixture())
         .cloned()
-        .unwrap_or_else(|| default_control(kind.name()))
+        .unwrap_or_else(|| w.default_control())
 }
 
 fn jq_is_installed() -> bool {
@@ -62,6 +61,15 @@ fn installed(shell: &Shell, workloads: Vec<Cluster>) -> Site {
     site
 }
 
+/// The API groups of `kinds`.
+fn groups(kinds: &[Kind]) -> usize {
+    let groups: std::collections::BTreeSet<&str> = kinds
+        .iter()
+        .map(|k| k.workload().declared().group)
+        .collect();
+    groups.len()
+}
+
 #[test]
 fn the_documented_uninstall_releases_every_held_workload_once() {
     assert!(
@@ -74,9 +82,16 @@ fn the_documented_uninstall_releases_every_held_workload_once() {
         5,
         "stop the window-release job, release, remove, restore, check"
     );
-    let mut workloads: Vec<Cluster> = Kind::every().iter().copied().map(workload).collect();
-    // bound between the release and the policy's removal
-    workloads.push(workload(Kind::Deployment).named("orders-worker"));
+    let kinds = every_kind();
+    let mut workloads: Vec<Cluster> = kinds.iter().copied().map(workload).collect();
+    // one of each kind bound between the release and the policy's removal
+    let late = workloads.len();
+    workloads.extend(
+        kinds
+            .iter()
+            .map(|&kind| workload(kind).named("orders-worker")),
+    );
+    assert_eq!(workloads.len(), 2 * late, "two workloads of every kind");
     let shell = Shell::new();
     let mut site = installed(&shell, workloads);
     let install_job = commands_of("docs/install.md")
@@ -86,7 +101,6 @@ fn the_documented_uninstall_releases_every_held_workload_once() {
         .text;
     shell.perform(&install_job, &mut site);
     assert!(!site.objects_of(WINDOW_JOB).is_empty(), "the job installed");
-    let late = site.workloads.len() - 1;
     // bound to a running app after the policy was installed: held
     for c in &mut site.workloads[..late] {
         assert!(c.bind(&orders_db()));
@@ -105,9 +119,10 @@ fn the_documented_uninstall_releases_every_held_workload_once() {
     for c in &site.workloads[..late] {
         assert!(!c.is_held(), "{}: released while installed", c.kind.name());
     }
-    let c = &mut site.workloads[late];
-    assert!(c.bind(&orders_db()));
-    assert!(c.is_held(), "held between the steps");
+    for c in &mut site.workloads[late..] {
+        assert!(c.bind(&orders_db()));
+        assert!(c.is_held(), "{}: held between the steps", c.kind.name());
+    }
 
     assert_eq!(
         site.objects_of(WINDOW_JOB),
@@ -119,6 +134,7 @@ fn the_documented_uninstall_releases_every_held_workload_once() {
     }
     assert!(site.installed().is_empty(), "{:?}", site.installed());
 
+    assert_eq!(site.workloads.len(), 2 * late, "every workload checked");
     for c in &site.workloads {
         let kind = c.kind.name();
         let object = c.object.clone().unwrap_or_default();
@@ -135,8 +151,9 @@ fn the_documented_uninstall_releases_every_held_workload_once() {
         assert!(object["metadata"]["labels"].get(HELD_LABEL).is_none());
     }
     let (printed, check) = shell.perform(&blocks[CHECK], &mut site);
-    assert_eq!(check.len(), 1, "one kubectl get");
-    assert_eq!(printed, "No resources found\n");
+    let gets = check.iter().filter(|c| c[0] == "get").count();
+    assert_eq!(gets, groups(&kinds), "one kubectl get per API group");
+    assert_eq!(printed, "No resources found\n".repeat(gets));
 }
 
 /// The order matters: while the policy is installed, the restore of step 4 is undone (the
@@ -147,10 +164,28 @@ fn the_restore_alone_does_not_work_while_the_policy_is_installed() {
     assert!(jq_is_installed(), "apt-get install jq");
     let blocks = procedure();
     let shell = Shell::new();
-    let mut site = installed(&shell, vec![workload(Kind::StatefulSet)]);
+    let mut site = installed(&shell, vec![workload(every_kind()[0])]);
     assert!(site.workloads[0].bind(&orders_db()));
     let (_, calls) = shell.perform(&blocks[RESTORE], &mut site);
     assert!(calls.iter().any(|c| c[0] == "patch"), "{calls:?}");
     assert!(site.workloads[0].is_held(), "still held");
     assert_eq!(site.workloads[0].rollouts.len(), 0);
+}
+
+/// Where the cluster serves none of the kinds' API groups (a custom resource not installed),
+/// every step runs without a call for them, and succeeds.
+#[test]
+fn a_group_the_cluster_does_not_serve_is_skipped_by_every_step() {
+    assert!(jq_is_installed(), "apt-get install jq");
+    let shell = Shell::new();
+    let mut site = installed(&shell, vec![]);
+    for block in procedure() {
+        let (_, calls) = shell.perform(&block, &mut site);
+        assert!(
+            calls
+                .iter()
+                .all(|c| !["annotate", "get", "patch"].contains(&c[0].as_str())),
+            "{calls:?}"
+        );
+    }
 }

@@ -14,7 +14,8 @@ use restage_gate::markers::{MARKER_PREFIX, RELEASE_ANNOTATION, RELEASE_IN_WINDOW
 use restage_gate::workload::kinds;
 use restage_gate_testkit::admission::{request_for, validation_request};
 use restage_gate_testkit::fixtures;
-use restage_gate_testkit::hold::{held_remembering, kind_of};
+use restage_gate_testkit::hold::held_remembering;
+use restage_gate_testkit::kinds::{self as descriptors, Owner};
 use restage_gate_testkit::projector::{bind, project_vmware, unbind, Binding};
 use restage_gate_testkit::{korifi, kubectl, lookalike};
 use serde_json::{json, Value};
@@ -196,10 +197,11 @@ fn apply(object: Value, edit: &Edit) -> Value {
             v.map(|v| json!({"name": "SERVICE_BINDING_ROOT", "value": WORDS[usize::from(v) % WORDS.len()]})),
         ),
         Edit::RunnerWrite => {
-            if kind_of(&o) == "StatefulSet" {
+            let kind = descriptors::of_fixture(&o);
+            if kind.owner() == Owner::Korifi {
                 return korifi::runner_write(&o, &korifi::desired(0, 1));
             }
-            return fixtures::unbound(kind_of(&o));
+            return kind.fixture();
         }
         Edit::RolloutRestart => kubectl::rollout_restart(&mut o, "2026-12-02T16:50:00Z"),
         Edit::Scale(n) => set(&mut o, "/spec/replicas", json!(n % 5)),
@@ -210,11 +212,14 @@ fn apply(object: Value, edit: &Edit) -> Value {
                 json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 1}}),
                 json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 0}}),
             ];
-            if kind_of(&o) == "Deployment" {
-                set(&mut o, "/spec/paused", json!(i % 2 == 0));
+            // a kind held by a pause takes either boolean, the others a strategy
+            let kind = descriptors::of_fixture(&o);
+            let control = if kind.held_control().is_boolean() {
+                json!(i % 2 == 0)
             } else {
-                set(&mut o, "/spec/updateStrategy", controls[usize::from(*i) % controls.len()].clone());
-            }
+                controls[usize::from(*i) % controls.len()].clone()
+            };
+            set(&mut o, &kind.control_path(), control);
         }
         Edit::Release(in_window) => {
             let value = if *in_window { RELEASE_IN_WINDOW } else { "now" };

@@ -6,13 +6,13 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use restage_gate::markers::{self, HELD_LABEL};
-use restage_gate::workload::kinds;
+use restage_gate::markers::HELD_LABEL;
+use restage_gate::workload::{kinds, marker_annotations};
 use serde_json::{json, Map, Value};
 
 /// Every key the policy may write: its label and its annotations, those of every kind.
 fn marker_keys() -> Vec<&'static str> {
-    let mut keys = markers::annotations();
+    let mut keys = marker_annotations();
     keys.push(HELD_LABEL);
     keys
 }
@@ -178,8 +178,10 @@ impl Sts {
             Some(s) => json!({"name": n.text(), "projected": {"sources": [{"secret": {"name": s.text()}}]}}),
             None => json!({"name": n.text(), "emptyDir": {}}),
         }).collect();
+        let declared = kinds().find(|w| w.kind() == kind).map(|w| w.declared());
+        let api_version = declared.map(|d| format!("{}/{}", d.group, d.version));
         let mut sts = json!({
-            "apiVersion": "apps/v1", "kind": kind,
+            "apiVersion": api_version, "kind": kind,
             "metadata": {"name": "app", "namespace": "ns", "generation": 2, "labels": map(&self.labels), "annotations": map(&self.annotations)},
             "spec": {"replicas": 3, "template": {
                 "metadata": {"annotations": map(&self.annotations)},

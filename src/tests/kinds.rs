@@ -11,10 +11,11 @@ use restage_gate_testkit::hold::marker_paths;
 use restage_gate_testkit::projector::{bind, unbind, Binding};
 
 use super::{
-    annotation, check, held, hold_paths, pending_path, restarted, update, with, Expect, Request,
+    annotation, check, held, hold_paths, holds_unbinds, kind_of, pending_path, restarted, update,
+    with, Expect, Request,
 };
-use crate::markers::{self, ORIGINAL_PAUSED_ANNOTATION, PENDING_ANNOTATION};
-use crate::workload::{Deployment, Workload};
+use crate::markers::{self, PENDING_ANNOTATION};
+use crate::workload::{Deployment, Workload, ORIGINAL_PAUSED_ANNOTATION};
 
 fn scaled(object: Value) -> Value {
     with(object, |o| o["spec"]["replicas"] = json!(5))
@@ -37,12 +38,12 @@ fn daemonsets_follow_the_decision_table() {
         (
             "bind",
             update(ds(), bound()),
-            Mutated("held", hold_paths("DaemonSet")),
+            Mutated("held", hold_paths(kind_of(&daemonset()))),
         ),
         (
             "unbind",
             update(bound(), unbind(bound(), &orders_binding())),
-            Mutated("held", hold_paths("DaemonSet")),
+            Mutated("held", hold_paths(kind_of(&daemonset()))),
         ),
         (
             "second bind while held",
@@ -58,12 +59,12 @@ fn daemonsets_follow_the_decision_table() {
         (
             "wipe while held",
             update(held_bound(), ds()),
-            Mutated("held", hold_paths("DaemonSet")),
+            Mutated("held", hold_paths(kind_of(&daemonset()))),
         ),
         (
             "restage while held",
             update(held_bound(), with(held_bound(), restarted)),
-            Mutated("released", hold_paths("DaemonSet")),
+            Mutated("released", hold_paths(kind_of(&daemonset()))),
         ),
         (
             "bind during a rollout",
@@ -141,7 +142,7 @@ fn deployments_follow_the_decision_table() {
         (
             "bind",
             update(d(), bound()),
-            Mutated("held", hold_paths("Deployment")),
+            Mutated("held", hold_paths(kind_of(&deployment()))),
         ),
         (
             "second bind while held",
@@ -157,12 +158,12 @@ fn deployments_follow_the_decision_table() {
         (
             "restage while held",
             update(held_bound(), with(held_bound(), restarted)),
-            Mutated("released", hold_paths("Deployment")),
+            Mutated("released", hold_paths(kind_of(&deployment()))),
         ),
         (
             "rollout resume while held",
             update(held_bound(), resumed(held_bound())),
-            Mutated("released", marker_paths("Deployment")),
+            Mutated("released", marker_paths(kind_of(&deployment()))),
         ),
         (
             "unbind",
@@ -172,7 +173,7 @@ fn deployments_follow_the_decision_table() {
         (
             "unbind while held",
             update(held_bound(), unbind(held_bound(), &orders_binding())),
-            Mutated("released", hold_paths("Deployment")),
+            Mutated("released", hold_paths(kind_of(&deployment()))),
         ),
         (
             "bind during a rollout",
@@ -238,7 +239,7 @@ fn a_deployment_change_that_switches_a_binding_secret_rolls_now() {
     let r = check("switched secret", &request, Expect::Noted("rolling"));
     let warning = r.warnings.expect("warning").join(" ");
     assert!(
-        warning.contains("orders-db-secret") && warning.contains("Deployment"),
+        warning.contains("orders-db-secret") && warning.contains(kind_of(&deployment())),
         "{warning}"
     );
 }
@@ -253,7 +254,7 @@ fn a_deployment_change_in_place_that_keeps_its_secrets_is_held() {
     let r = check(
         "type added",
         &update(bound.clone(), bind(bound, &typed)),
-        Expect::Mutated("held", hold_paths("Deployment")),
+        Expect::Mutated("held", hold_paths(kind_of(&deployment()))),
     );
     let sts = r.mutated_object.expect("held");
     assert_eq!(annotation(&sts, PENDING_ANNOTATION), Some("~orders-db"));
@@ -342,7 +343,7 @@ fn every_kind_reads_a_rollout_from_the_status_members_the_reader_keeps() {
 
 /// `status` with only the members `read` names (of the objects listed in one, the members
 /// named).
-fn declared(status: &Value, read: &[crate::workload::Field]) -> Value {
+fn declared(status: &Value, read: &[crate::workload::StatusMember]) -> Value {
     let keep = |item: &Value, members: &[&str]| -> Value {
         item.as_object()
             .map(|o| {
@@ -352,15 +353,9 @@ fn declared(status: &Value, read: &[crate::workload::Field]) -> Value {
             .unwrap_or_else(|| item.clone())
     };
     let mut out = serde_json::Map::new();
-    for field in read {
-        let [key] = field.path else {
-            continue;
-        };
-        let members = match field.json {
-            crate::workload::Json::ListOf(members) => members,
-            _ => &[],
-        };
-        let Some(value) = status.get(*key) else {
+    for member in read {
+        let (key, members) = (member.name, member.json.element_members());
+        let Some(value) = status.get(key) else {
             continue;
         };
         let value = match value.as_array() {
@@ -405,9 +400,12 @@ fn unbinds_and_secret_switches_are_never_refused_and_never_paused_in_every_kind(
         let bound = || bind(unbound(kind), &orders);
         let unbind_request = || update(bound(), unbind(bound(), &orders));
         let switch_request = || update(bound(), bind(bound(), &switched));
-        let held_when_defer = || match kind {
-            "Deployment" => Noted("rolling"),
-            _ => Mutated("held", hold_paths(kind)),
+        let held_when_defer = || {
+            if holds_unbinds(kind) {
+                Mutated("held", hold_paths(kind))
+            } else {
+                Noted("rolling")
+            }
         };
         let cases: Vec<(&str, Request, Expect)> = vec![
             ("defer unbind", unbind_request(), held_when_defer()),
@@ -484,12 +482,12 @@ fn an_owners_resume_is_never_paused_again() {
         (
             "defer bind on a running Deployment",
             update(deployment(), bind(deployment(), &orders)),
-            Mutated("held", hold_paths("Deployment")),
+            Mutated("held", hold_paths(kind_of(&deployment()))),
         ),
         (
             "defer resume of a held Deployment with another bind",
             update(held_bound(), resumed(bind(held_bound(), &cache_binding()))),
-            Mutated("released", marker_paths("Deployment")),
+            Mutated("released", marker_paths(kind_of(&deployment()))),
         ),
     ];
     for (name, request, expect) in cases {
@@ -508,14 +506,11 @@ fn an_extra_prefix_secret_volume_switching_its_secret_is_a_secret_removal() {
         let bound = || attach(unbound(kind), "ledger", "ledger-secret");
         let switched = || switch_secret(bound(), "ledger", "ledger-secret-2");
         let held_bound = || held(bound(), "+ledger");
-        let defer = match kind {
-            "Deployment" => Noted("rolling"),
-            _ => Mutated("held", hold_paths(kind)),
-        };
-        let held_defer = match kind {
-            "Deployment" => Mutated("released", hold_paths(kind)),
+        let (defer, held_defer) = if holds_unbinds(kind) {
             // `+ledger` switched is still `+ledger`: the markers stay as they are.
-            _ => Noted("held"),
+            (Mutated("held", hold_paths(kind)), Noted("held"))
+        } else {
+            (Noted("rolling"), Mutated("released", hold_paths(kind)))
         };
         let cases: Vec<(&str, Request, Expect)> = vec![
             (
@@ -555,7 +550,7 @@ fn an_extra_prefix_secret_volume_switching_its_secret_is_a_secret_removal() {
         ];
         for (name, request, expect) in cases {
             let r = check(&format!("{kind} {name}"), &request, expect);
-            if name == "reject switch" || (kind == "Deployment" && name == "switch") {
+            if name == "reject switch" || (!holds_unbinds(kind) && name == "switch") {
                 let warning = warning_of(&r);
                 assert!(
                     warning.contains("ledger-secret"),
@@ -571,7 +566,7 @@ fn an_extra_prefix_secret_volume_switching_its_secret_is_a_secret_removal() {
 /// remembers the owner's new strategy for the release to restore.
 #[test]
 fn an_owners_switch_back_to_rolling_update_is_held_remembering_it() {
-    use crate::markers::ORIGINAL_STRATEGY_ANNOTATION;
+    use crate::workload::ORIGINAL_STRATEGY_ANNOTATION;
     // The kinds held with `OnDelete`, whose control is a strategy.
     let strategy_kinds = crate::workload::kinds().filter(|w| w.default_control().is_object());
     for kind in strategy_kinds.map(|w| w.kind()) {

@@ -9,7 +9,8 @@ mod validate;
 
 use kubewarden_policy_sdk::response::ValidationResponse;
 use restage_gate_testkit::admission::{request_for, validation_request};
-use restage_gate_testkit::hold::{annotation_path, marker_paths};
+use restage_gate_testkit::hold::annotation_path;
+use restage_gate_testkit::kinds as descriptors;
 use restage_gate_testkit::korifi;
 use restage_gate_testkit::kubectl;
 use serde_json::{json, Value};
@@ -33,19 +34,22 @@ pub fn held(object: Value, pending: &str) -> Value {
     restage_gate_testkit::hold::held(object, pending, EARLIER)
 }
 
-/// The paths a first hold changes on a fixture workload: the markers, and its control
-/// (`updateStrategy` RollingUpdate with parameters → OnDelete; a Deployment's `paused` added).
+/// The paths a first hold changes on a fixture workload of `kind`: the markers, and its
+/// control (`updateStrategy` RollingUpdate with parameters → OnDelete; a Deployment's `paused`
+/// added), as its test-kit descriptor says.
 pub fn hold_paths(kind: &str) -> Vec<String> {
-    let mut paths = marker_paths(kind);
-    match kind {
-        "Deployment" => paths.push("/spec/paused".into()),
-        _ => paths.extend([
-            "/spec/updateStrategy/rollingUpdate".into(),
-            "/spec/updateStrategy/type".into(),
-        ]),
-    }
-    paths.sort();
-    paths
+    descriptors::named(kind).hold_paths()
+}
+
+/// The kind a fixture object is of, as the API names it.
+pub fn kind_of(object: &Value) -> &'static str {
+    restage_gate_testkit::hold::kind_of(object)
+}
+
+/// Whether `kind` holds a change that drops a binding secret like a bind (otherwise it rolls
+/// now).
+pub fn holds_unbinds(kind: &str) -> bool {
+    descriptors::named(kind).holds_unbinds()
 }
 
 /// What refreshing `pending` changes.
@@ -75,6 +79,7 @@ pub fn restarted(object: &mut Value) {
 pub struct Request {
     pub operation: &'static str,
     pub kind: &'static str,
+    pub group: &'static str,
     pub sub_resource: &'static str,
     pub old: Value,
     pub new: Value,
@@ -83,13 +88,16 @@ pub struct Request {
 }
 
 pub fn update(old: Value, new: Value) -> Request {
-    let kind = crate::workload::kinds()
-        .map(|w| w.kind())
-        .find(|k| [&new, &old].iter().any(|o| o["kind"] == *k))
-        .unwrap_or("StatefulSet");
+    // the kind of the request's objects (their fixture's); a request whose objects do not
+    // say is about the first object the policy was written for, Korifi's StatefulSet
+    let kind = [&new, &old]
+        .into_iter()
+        .find_map(descriptors::of)
+        .unwrap_or_else(|| descriptors::of_fixture(&korifi::unbound()));
     Request {
         operation: "UPDATE",
-        kind,
+        kind: kind.name(),
+        group: kind.group(),
         sub_resource: "",
         old,
         new,
@@ -105,7 +113,7 @@ impl Request {
     }
 
     pub fn payload(&self) -> Value {
-        let mut request = request_for("apps", self.kind, self.operation, &self.old, &self.new);
+        let mut request = request_for(self.group, self.kind, self.operation, &self.old, &self.new);
         request["subResource"] = json!(self.sub_resource);
         validation_request(&self.settings, &request)
     }

@@ -13,6 +13,7 @@ use restage_gate_testkit::admission::{
 };
 use restage_gate_testkit::fixtures::fixture;
 use restage_gate_testkit::hold::{held_remembering, is_marker, kind_of};
+use restage_gate_testkit::kinds::{self, Descriptor};
 use restage_gate_testkit::korifi::with_managed_fields;
 use restage_gate_testkit::pod::mounted_secrets;
 use restage_gate_testkit::projector::{project, unproject, Binding};
@@ -80,8 +81,9 @@ prop_compose! {
             let v: Vec<Value> = volumes.iter().enumerate().map(|(i, n)| json!({"name": format!("v{i}-{n}"), "emptyDir": {}})).collect();
             spec["volumes"] = json!(v);
         }
+        let korifi = korifi_kind();
         let mut app = json!({
-            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "apiVersion": korifi.api_version(), "kind": korifi.name(),
             "metadata": {"name": "app", "namespace": "space", "generation": 1, "labels": {"app": "x"}},
             "spec": {"replicas": replicas, "updateStrategy": strategy,
                 "template": {"metadata": {"annotations": annotations}, "spec": spec}},
@@ -97,12 +99,29 @@ prop_compose! {
     }
 }
 
+type Kind = &'static dyn Descriptor;
+
+/// The kind Korifi runs apps as (a StatefulSet), which the generated app is.
+fn korifi_kind() -> Kind {
+    kinds::of_fixture(&restage_gate_testkit::korifi::unbound())
+}
+
+/// A kind held by a pause (a Deployment): its control is a boolean.
+fn paused_kind() -> Kind {
+    kinds::every()
+        .into_iter()
+        .find(|d| d.held_control().is_boolean())
+        .expect("a kind held by a pause")
+}
+
 /// A generated app as a StatefulSet or as a Deployment (which has `paused` where a
 /// StatefulSet has its strategy).
 fn workload() -> impl Strategy<Value = Value> {
-    (app(), any::<bool>()).prop_map(|(mut app, deployment)| {
-        if deployment {
-            app["kind"] = json!("Deployment");
+    (app(), any::<bool>()).prop_map(|(mut app, paused)| {
+        if paused {
+            let kind = paused_kind();
+            app["apiVersion"] = json!(kind.api_version());
+            app["kind"] = json!(kind.name());
             if let Some(spec) = app["spec"].as_object_mut() {
                 spec.remove("updateStrategy");
             }
@@ -111,11 +130,14 @@ fn workload() -> impl Strategy<Value = Value> {
     })
 }
 
-/// The control a hold of `app` replaces, as the API server has it.
+/// The control a hold of `app` replaces, as the API server has it (a pause the API server
+/// defaults when absent).
 fn control_of(app: &Value) -> Value {
-    match kind_of(app) {
-        "Deployment" => app["spec"].get("paused").cloned().unwrap_or(json!(false)),
-        _ => app["spec"]["updateStrategy"].clone(),
+    let kind = kinds::of_fixture(app);
+    let control = app.pointer(&kind.control_path()).cloned();
+    match control {
+        None if kind.held_control().is_boolean() => kind.default_control(),
+        other => other.unwrap_or(Value::Null),
     }
 }
 
@@ -287,7 +309,7 @@ fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
     let decision = decide(
         &Admission {
             operation: "UPDATE",
-            group: "apps",
+            group: kinds::of_fixture(new).group(),
             kind: kind_of(new),
             sub_resource: "",
             namespace: "space",
@@ -634,8 +656,9 @@ proptest! {
             prop_assert!(r.accepted, "refused: {:?}", r.message);
             // Reject mode never mutates: it neither holds nor releases.
             let out = r.mutated_object.unwrap_or(new);
-            if !reject && kind_of(&out) == "Deployment" {
-                prop_assert_ne!(&out["spec"]["paused"], &json!(true));
+            let kind = kinds::of_fixture(&out);
+            if !reject && !kind.holds_unbinds() {
+                prop_assert_ne!(out.pointer(&kind.control_path()), Some(&kind.held_control()));
             }
         }
     }
@@ -644,12 +667,14 @@ proptest! {
     /// in either mode: accepted, and not paused again.
     #[test]
     fn an_owners_resume_is_never_paused_again((old, new) in pair(), reject in any::<bool>()) {
-        let resumed = old["spec"]["paused"] == json!(true) && new["spec"]["paused"] != json!(true);
-        if kind_of(&old) == "Deployment" && resumed && !markers::is_held(&old) {
+        let kind = kinds::of_fixture(&old);
+        let (control, held) = (kind.control_path(), kind.held_control());
+        let resumed = old.pointer(&control) == Some(&held) && new.pointer(&control) != Some(&held);
+        if kind.resumed(&old).is_some() && resumed && !markers::is_held(&old) {
             let r = evaluate(&payload_in(&old, &new, false, reject), NOW);
             prop_assert!(r.accepted, "refused: {:?}", r.message);
             let out = r.mutated_object.unwrap_or(new);
-            prop_assert_ne!(&out["spec"]["paused"], &json!(true));
+            prop_assert_ne!(out.pointer(&control), Some(&held));
         }
     }
 

@@ -7,17 +7,17 @@ use restage_gate_testkit::hold::annotation_path;
 use restage_gate_testkit::kubectl::annotate;
 
 use super::{
-    annotation, bound, check, held, hold_paths, orders_db, restarted, unbound, update, with,
-    Expect, Request,
+    annotation, bound, check, held, hold_paths, kind_of, orders_db, restarted, unbound, update,
+    with, Expect, Request,
 };
 use restage_gate_testkit::fixtures;
 use restage_gate_testkit::projector::project;
 
 use crate::markers::{
-    self, HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
-    RELEASE_ANNOTATION, RELEASE_IN_WINDOW,
+    self, HELD_LABEL, HELD_SINCE_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION,
+    RELEASE_IN_WINDOW,
 };
-use crate::workload::{StatefulSet, Workload};
+use crate::workload::{StatefulSet, Workload, ORIGINAL_STRATEGY_ANNOTATION};
 
 fn remembering(strategy: &str) -> Value {
     with(held(bound(), "+x"), |s| {
@@ -47,7 +47,7 @@ fn an_invalid_remembered_strategy_restores_the_api_default_and_says_so() {
         let r = check(
             strategy,
             &request,
-            Expect::Mutated("released", hold_paths("StatefulSet")),
+            Expect::Mutated("released", hold_paths(kind_of(&unbound()))),
         );
         let sts = r.mutated_object.expect("released");
         assert_eq!(
@@ -157,7 +157,7 @@ fn the_release_annotation_releases_a_held_workload_at_once() {
         "release requested",
         &request,
         Expect::Mutated("released", {
-            let mut paths = hold_paths("StatefulSet");
+            let mut paths = hold_paths(kind_of(&unbound()));
             paths.push(annotation_path(RELEASE_ANNOTATION));
             paths.sort();
             paths

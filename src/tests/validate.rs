@@ -7,19 +7,18 @@ use serde_json::{json, Value};
 use restage_gate_testkit::projector::{project, project_vmware, unproject, Binding};
 
 use super::{
-    annotation, bound, changed_paths, check, fixture, held, hold_paths, orders_db, pending_path,
-    restarted, rolling_deploy, runner_write, unbound, update, upsi, with, Expect, Request, EARLIER,
-    NOW,
+    annotation, bound, changed_paths, check, fixture, held, hold_paths, kind_of, orders_db,
+    pending_path, restarted, rolling_deploy, runner_write, unbound, update, upsi, with, Expect,
+    Request, EARLIER, NOW,
 };
 use crate::evaluate;
-use crate::markers::{
-    self, HELD_LABEL, HELD_SINCE_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PENDING_ANNOTATION,
-};
+use crate::markers::{self, HELD_LABEL, HELD_SINCE_ANNOTATION, PENDING_ANNOTATION};
+use crate::workload::ORIGINAL_STRATEGY_ANNOTATION;
 
 const UPSI: &str = "d41d8cd9-8f00-4b20-9e80-0998ecf8427e";
 
 fn hold() -> Vec<String> {
-    hold_paths("StatefulSet")
+    hold_paths(kind_of(&unbound()))
 }
 
 const WINDOW_NOW: &str =

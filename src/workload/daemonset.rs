@@ -6,9 +6,13 @@ use serde_json::{json, Map, Value};
 use super::update_strategy::{
     int32_at_least, is_zero, percent_at_least, StrategyKind, CONTROL, ORIGINAL_STRATEGY_ANNOTATION,
 };
-use super::{generation_stale, status_int, Field, Json, Kind, READS_GENERATION, TEMPLATE};
+use super::{generation_stale, Json, Kind, StatusMember};
+use super::{OBSERVED_GENERATION, READS_GENERATION, TEMPLATE};
 
 pub struct DaemonSet;
+
+const DESIRED: StatusMember = StatusMember::new("desiredNumberScheduled", Json::Integer);
+const UPDATED: StatusMember = StatusMember::new("updatedNumberScheduled", Json::Integer);
 
 impl StrategyKind for DaemonSet {
     const DECLARED: Kind = Kind {
@@ -20,11 +24,7 @@ impl StrategyKind for DaemonSet {
         control: CONTROL,
         remembered: ORIGINAL_STRATEGY_ANNOTATION,
         reads: &[READS_GENERATION],
-        status: &[
-            Field::new(&["observedGeneration"], Json::Integer),
-            Field::new(&["desiredNumberScheduled"], Json::Integer),
-            Field::new(&["updatedNumberScheduled"], Json::Integer),
-        ],
+        status: &[OBSERVED_GENERATION, DESIRED, UPDATED],
     };
     const ROLLING_FIELDS: &'static [&'static str] = &["maxUnavailable", "maxSurge"];
 
@@ -48,9 +48,9 @@ impl StrategyKind for DaemonSet {
 
     /// The controller has not caught up, or not every node runs an updated pod yet.
     fn rolling_out(&self, old: &Value, status: &Value) -> bool {
-        let behind = status_int(status, "desiredNumberScheduled").is_some_and(|desired| {
-            status_int(status, "updatedNumberScheduled").unwrap_or(0) < desired
-        });
+        let behind = DESIRED
+            .integer(status)
+            .is_some_and(|desired| UPDATED.integer(status).unwrap_or(0) < desired);
         generation_stale(old, status) || behind
     }
 }

@@ -6,8 +6,10 @@
 
 use serde_json::{json, Value};
 
-use super::{generation_stale, replicas, status_int, Field, Json, Kind, Workload};
-use super::{READS_GENERATION, READS_REPLICAS, TEMPLATE};
+use super::{
+    generation_stale, kubectl_rollout, replicas, Field, Json, Kind, StatusMember, Workload,
+};
+use super::{OBSERVED_GENERATION, READS_GENERATION, READS_REPLICAS, TEMPLATE};
 use crate::template::classify::Change;
 use crate::view::items;
 
@@ -15,6 +17,9 @@ use crate::view::items;
 pub const ORIGINAL_PAUSED_ANNOTATION: &str = "restage-gate.io/original-paused";
 
 pub struct Deployment;
+
+const UPDATED_REPLICAS: StatusMember = StatusMember::new("updatedReplicas", Json::Integer);
+const CONDITIONS: StatusMember = StatusMember::new("conditions", Json::ListOf(&["type", "reason"]));
 
 const DECLARED: Kind = Kind {
     group: "apps",
@@ -25,11 +30,7 @@ const DECLARED: Kind = Kind {
     control: Field::new(&["spec", "paused"], Json::Boolean),
     remembered: ORIGINAL_PAUSED_ANNOTATION,
     reads: &[READS_GENERATION, READS_REPLICAS],
-    status: &[
-        Field::new(&["observedGeneration"], Json::Integer),
-        Field::new(&["updatedReplicas"], Json::Integer),
-        Field::new(&["conditions"], Json::ListOf(&["type", "reason"])),
-    ],
+    status: &[OBSERVED_GENERATION, UPDATED_REPLICAS, CONDITIONS],
 };
 
 impl Workload for Deployment {
@@ -59,8 +60,8 @@ impl Workload for Deployment {
         let Some(status) = old.get("status").filter(|s| s.is_object()) else {
             return false;
         };
-        let behind = status_int(status, "updatedReplicas").unwrap_or(0) < replicas(old);
-        let progressing = items(status.get("conditions")).any(|c| {
+        let behind = UPDATED_REPLICAS.integer(status).unwrap_or(0) < replicas(old);
+        let progressing = items(CONDITIONS.of(status)).any(|c| {
             c.get("type").and_then(Value::as_str) == Some("Progressing")
                 && c.get("reason").and_then(Value::as_str) == Some("ReplicaSetUpdated")
         });
@@ -77,16 +78,14 @@ impl Workload for Deployment {
         true
     }
 
+    fn restart_command(&self, namespace: &str, name: &str) -> String {
+        kubectl_rollout("restart", &DECLARED, namespace, name)
+    }
+
     /// `kubectl rollout restart` refuses a paused Deployment; `rollout resume` applies the
     /// held changes (and is also what a Deployment that is not held needs to roll).
     fn apply_held_now(&self, namespace: &str, name: &str) -> String {
-        [
-            "kubectl rollout resume deployment/",
-            name,
-            " -n ",
-            namespace,
-        ]
-        .concat()
+        kubectl_rollout("resume", &DECLARED, namespace, name)
     }
 }
 

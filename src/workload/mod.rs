@@ -13,7 +13,7 @@ mod update_strategy;
 
 use serde_json::Value;
 
-use crate::markers::{self, Hold};
+use crate::markers::{self, Hold, SHARED_ANNOTATIONS};
 use crate::template::classify::Change;
 use crate::view::{at, set_at, Unwritable};
 
@@ -44,10 +44,11 @@ pub struct Kind {
     /// The annotation that remembers the replaced control; it starts with
     /// [`markers::MARKER_PREFIX`].
     pub remembered: &'static str,
-    /// The other fields of the object it reads (from the object's top).
+    /// The other fields of the object it reads (from the object's top, never under `status`
+    /// or the pod template).
     pub reads: &'static [Field],
     /// The members of the stored object's `status` it reads to tell a rollout under way.
-    pub status: &'static [Field],
+    pub status: &'static [StatusMember],
 }
 
 /// A field a kind reads, as object keys, and the JSON it holds.
@@ -57,7 +58,17 @@ pub struct Field {
     pub json: Json,
 }
 
-/// The JSON a field holds, as the reader and the readings below take it.
+/// A member of the stored object's `status` a kind reads: one member name, as the reader
+/// reads `status` one level deep (a longer path could not be read, so it cannot be declared).
+#[derive(Debug, Clone, Copy)]
+pub struct StatusMember {
+    pub name: &'static str,
+    pub json: Json,
+}
+
+/// The JSON a field or status member holds. The reader reads a [`Json::ListOf`] member's
+/// elements only at the members named; a reading ([`Field::of`], [`StatusMember::of`]) takes a
+/// value only of the declared type, so a kind's readings never see another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Json {
     /// An integer; also a string of digits, as a custom resource may declare it.
@@ -69,17 +80,84 @@ pub enum Json {
     ListOf(&'static [&'static str]),
 }
 
+impl Json {
+    /// Whether `value` is of this type.
+    pub fn admits(self, value: &Value) -> bool {
+        match self {
+            Json::Integer => integer(Some(value)).is_some(),
+            Json::String => value.is_string(),
+            Json::Boolean => value.is_boolean(),
+            Json::Object => value.is_object(),
+            Json::ListOf(_) => value.is_array(),
+        }
+    }
+
+    /// The members read of a list's objects; none for another type.
+    pub fn element_members(self) -> &'static [&'static str] {
+        match self {
+            Json::ListOf(members) => members,
+            _ => &[],
+        }
+    }
+}
+
 impl Field {
     pub const fn new(path: &'static [&'static str], json: Json) -> Self {
         Field { path, json }
     }
+
+    /// The field of `object`, when it holds the declared type.
+    pub fn of<'a>(&self, object: &'a Value) -> Option<&'a Value> {
+        at(object, self.path).filter(|v| self.json.admits(v))
+    }
 }
 
-/// A kind whose controller rolls every pod when the pod template changes. Every value is read
-/// from and written to the request's own JSON.
+impl StatusMember {
+    pub const fn new(name: &'static str, json: Json) -> Self {
+        StatusMember { name, json }
+    }
+
+    /// The member of the `status` object, when it holds the declared type.
+    pub fn of<'a>(&self, status: &'a Value) -> Option<&'a Value> {
+        status.get(self.name).filter(|v| self.json.admits(v))
+    }
+
+    /// The member as an integer (declared [`Json::Integer`]).
+    pub fn integer(&self, status: &Value) -> Option<i64> {
+        integer(self.of(status))
+    }
+}
+
+/// A kind whose controller rolls every pod when the pod template changes: the questions the
+/// decision table asks of a kind, and nothing else. Every value is read from and written to
+/// the request's own JSON, only where the kind's [`Kind`] declares it.
+///
+/// A kind answers:
+/// - what it is and what is read and written of it: [`Workload::declared`];
+/// - whether it may hold this object at all: [`Workload::holds`] (by default, yes);
+/// - how it is held: [`Workload::held_control`], and which values of the control already
+///   keep pods from rolling ([`Workload::stops_rollouts`]);
+/// - what a release may restore: [`Workload::default_control`], [`Workload::accepts`];
+/// - whether a rollout is under way: [`Workload::rollout_in_progress`];
+/// - whether a binding change must roll now instead of waiting (an unbind, a secret switch):
+///   [`Workload::must_roll_now`] (by default, never);
+/// - whether setting a rolling control releases (a resume): [`Workload::resume_releases`]
+///   (by default, no: the new control is remembered for the release);
+/// - the commands a message gives: [`Workload::restart_command`] (the reject message) and
+///   [`Workload::apply_held_now`] (a hold's advice; by default the restart command).
+///
+/// The title in messages is its declared `kind`; the rest ([`Workload::kind`],
+/// [`Workload::control`] and the like) is read from the declaration.
 pub trait Workload: Sync {
     /// What the policy reads and writes of the kind.
     fn declared(&self) -> &'static Kind;
+
+    /// Whether the policy may hold this object (`new`, as stored `old`): a kind declines one
+    /// whose controller would roll or scale its pods while held, or that has no pod template
+    /// of its own; the request is then accepted unchanged. It reads only declared fields.
+    fn holds(&self, _old: &Value, _new: &Value) -> bool {
+        true
+    }
 
     /// The value of the control that holds the rollout.
     fn held_control(&self) -> Value;
@@ -109,18 +187,13 @@ pub trait Workload: Sync {
         false
     }
 
+    /// The command that restarts every pod of a workload that is not held now, which a refusal
+    /// (`mode: reject`) gives.
+    fn restart_command(&self, namespace: &str, name: &str) -> String;
+
     /// The command that applies held binding changes now.
     fn apply_held_now(&self, namespace: &str, name: &str) -> String {
-        let kind = self.kind().to_lowercase();
-        [
-            "kubectl rollout restart ",
-            &kind,
-            "/",
-            name,
-            " -n ",
-            namespace,
-        ]
-        .concat()
+        self.restart_command(namespace, name)
     }
 
     /// `kind` as the API names it.
@@ -144,6 +217,23 @@ pub trait Workload: Sync {
     }
 }
 
+/// `kubectl rollout <verb> <kind>/<name> -n <namespace>`, for a kind kubectl's `rollout`
+/// knows: its resource named by the singular kubectl takes, the declared kind in lower case.
+pub fn kubectl_rollout(verb: &str, kind: &Kind, namespace: &str, name: &str) -> String {
+    let resource = kind.kind.to_ascii_lowercase();
+    [
+        "kubectl rollout ",
+        verb,
+        " ",
+        &resource,
+        "/",
+        name,
+        " -n ",
+        namespace,
+    ]
+    .concat()
+}
+
 impl std::fmt::Debug for dyn Workload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.kind())
@@ -157,7 +247,7 @@ impl PartialEq for dyn Workload {
 }
 
 /// Every kind the policy holds.
-pub fn kinds() -> impl Iterator<Item = &'static dyn Workload> {
+pub fn kinds() -> impl Iterator<Item = &'static dyn Workload> + Clone {
     KINDS.into_iter()
 }
 
@@ -175,30 +265,35 @@ fn integer(value: Option<&Value>) -> Option<i64> {
         .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
 }
 
-/// An integer of the object's `status`.
-fn status_int(status: &Value, key: &str) -> Option<i64> {
-    integer(status.get(key))
-}
-
 /// The controller has not yet observed the newest generation of the spec.
 fn generation_stale(old: &Value, status: &Value) -> bool {
     matches!(
-        (status_int(status, "observedGeneration"), integer(at(old, &GENERATION))),
+        (OBSERVED_GENERATION.integer(status), integer(READS_GENERATION.of(old))),
         (Some(observed), Some(generation)) if observed < generation
     )
 }
 
 /// `spec.replicas`, 1 when absent as the API server defaults it.
 fn replicas(old: &Value) -> i64 {
-    integer(at(old, &REPLICAS)).unwrap_or(1)
+    integer(READS_REPLICAS.of(old)).unwrap_or(1)
 }
 
-const GENERATION: [&str; 2] = ["metadata", "generation"];
-const REPLICAS: [&str; 2] = ["spec", "replicas"];
 /// `metadata.generation`, which every kind reads to tell whether its controller caught up.
-const READS_GENERATION: Field = Field::new(&GENERATION, Json::Integer);
-const READS_REPLICAS: Field = Field::new(&REPLICAS, Json::Integer);
+const READS_GENERATION: Field = Field::new(&["metadata", "generation"], Json::Integer);
+const READS_REPLICAS: Field = Field::new(&["spec", "replicas"], Json::Integer);
+/// `status.observedGeneration`, the generation the controller last acted on.
+const OBSERVED_GENERATION: StatusMember = StatusMember::new("observedGeneration", Json::Integer);
 const TEMPLATE: &[&str] = &["spec", "template"];
+
+/// Every annotation the policy may leave on a workload of any kind it holds, each once: the
+/// shared ones and each kind's remembered control.
+pub fn marker_annotations() -> Vec<&'static str> {
+    let remembered = kinds().map(|k| k.remembered_annotation());
+    let mut keys: Vec<&'static str> = SHARED_ANNOTATIONS.into_iter().chain(remembered).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
 
 /// Leaves `object` held: the kind's held control and every marker, and no release request (one
 /// that did not release, `window` outside every window, is answered by dropping it). Returns
@@ -277,6 +372,37 @@ mod tests {
             assert!(w.accepts(&w.default_control()), "{}", k.kind);
             assert!(w.stops_rollouts(Some(&w.held_control())), "{}", k.kind);
             assert_eq!(k.resource, k.kind.to_lowercase() + "s", "{}", k.kind);
+        }
+    }
+
+    #[test]
+    fn every_marker_of_every_kind_has_the_prefix_the_reader_reads() {
+        // The policy reads only the workload labels and annotations with this prefix.
+        let keys = marker_annotations();
+        for key in keys.iter().chain([&markers::HELD_LABEL]) {
+            assert!(key.starts_with(markers::MARKER_PREFIX), "{key}");
+        }
+        for w in kinds() {
+            assert!(keys.contains(&w.remembered_annotation()), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn every_kind_gives_kubectl_commands_for_its_own_resource() {
+        for w in kinds() {
+            let resource = w.kind().to_ascii_lowercase();
+            let restart = w.restart_command("apps", "orders");
+            assert!(
+                restart.starts_with("kubectl rollout restart ")
+                    && restart.ends_with(&[" ", &resource, "/orders -n apps"].concat()),
+                "{restart}"
+            );
+            let apply = w.apply_held_now("apps", "orders");
+            assert!(
+                apply.ends_with(&["/", "orders -n apps"].concat()),
+                "{apply}"
+            );
+            assert!(apply.contains(&[" ", &resource, "/"].concat()), "{apply}");
         }
     }
 

@@ -5,10 +5,14 @@ use serde_json::{json, Map, Value};
 use super::update_strategy::{
     int32_at_least, percent_at_least, StrategyKind, CONTROL, ORIGINAL_STRATEGY_ANNOTATION,
 };
-use super::{generation_stale, replicas, status_int, Field, Json, Kind};
-use super::{READS_GENERATION, READS_REPLICAS, TEMPLATE};
+use super::{generation_stale, replicas, Json, Kind, StatusMember};
+use super::{OBSERVED_GENERATION, READS_GENERATION, READS_REPLICAS, TEMPLATE};
 
 pub struct StatefulSet;
+
+const CURRENT_REVISION: StatusMember = StatusMember::new("currentRevision", Json::String);
+const UPDATE_REVISION: StatusMember = StatusMember::new("updateRevision", Json::String);
+const UPDATED_REPLICAS: StatusMember = StatusMember::new("updatedReplicas", Json::Integer);
 
 impl StrategyKind for StatefulSet {
     const DECLARED: Kind = Kind {
@@ -21,10 +25,10 @@ impl StrategyKind for StatefulSet {
         remembered: ORIGINAL_STRATEGY_ANNOTATION,
         reads: &[READS_GENERATION, READS_REPLICAS],
         status: &[
-            Field::new(&["observedGeneration"], Json::Integer),
-            Field::new(&["currentRevision"], Json::String),
-            Field::new(&["updateRevision"], Json::String),
-            Field::new(&["updatedReplicas"], Json::Integer),
+            OBSERVED_GENERATION,
+            CURRENT_REVISION,
+            UPDATE_REVISION,
+            UPDATED_REPLICAS,
         ],
     };
     const ROLLING_FIELDS: &'static [&'static str] = &["partition", "maxUnavailable"];
@@ -46,11 +50,11 @@ impl StrategyKind for StatefulSet {
 
     /// The controller has not caught up, the revisions differ, or not every pod is updated.
     fn rolling_out(&self, old: &Value, status: &Value) -> bool {
-        let revisions_differ = match (status.get("currentRevision"), status.get("updateRevision")) {
+        let revisions_differ = match (CURRENT_REVISION.of(status), UPDATE_REVISION.of(status)) {
             (Some(current), Some(update)) => current != update,
             _ => false,
         };
-        let behind = status_int(status, "updatedReplicas").unwrap_or(0) < replicas(old);
+        let behind = UPDATED_REPLICAS.integer(status).unwrap_or(0) < replicas(old);
         generation_stale(old, status) || revisions_differ || behind
     }
 }

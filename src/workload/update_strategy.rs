@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{Field, Json, Kind, Workload};
+use super::{kubectl_rollout, Field, Json, Kind, Workload};
 
 /// The replaced `spec.updateStrategy`, as JSON.
 pub const ORIGINAL_STRATEGY_ANNOTATION: &str = "restage-gate.io/original-update-strategy";
@@ -51,6 +51,10 @@ impl<T: StrategyKind> Workload for T {
         accepts(control, T::ROLLING_FIELDS, |fields| {
             self.accepts_rolling_update(fields)
         })
+    }
+
+    fn restart_command(&self, namespace: &str, name: &str) -> String {
+        kubectl_rollout("restart", &T::DECLARED, namespace, name)
     }
 
     /// Only a RollingUpdate rolls; OnDelete never does.

@@ -8,12 +8,21 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// An admission request for the workload in `new` (or `old`): its group and kind come from the
-/// object's `apiVersion` and `kind` (a StatefulSet when it has none).
+/// object's `apiVersion` and `kind`; without an `apiVersion`, the group of the kind the policy
+/// holds by that name.
 pub fn request(operation: &str, old: &Value, new: &Value) -> Value {
     let field = |key: &str| [new, old].iter().find_map(|o| o[key].as_str());
-    let kind = field("kind").unwrap_or("StatefulSet");
-    // `apps/v1` → `apps`; the core group (`v1`) is ""
-    let group = field("apiVersion").map_or("apps", |v| v.rsplit_once('/').map_or("", |(g, _)| g));
+    let kind = field("kind").unwrap_or_default();
+    // `group/v1` → `group`; the core group (`v1`) is ""
+    let group = field("apiVersion").map_or_else(
+        || {
+            crate::kinds::every()
+                .into_iter()
+                .find(|d| d.name() == kind)
+                .map_or("", |d| d.group())
+        },
+        |v| v.rsplit_once('/').map_or("", |(g, _)| g),
+    );
     request_for(group, kind, operation, old, new)
 }
 
@@ -200,7 +209,9 @@ mod tests {
             assert_eq!(r["name"], object["metadata"]["name"]);
             assert_eq!(r["options"]["kind"], "UpdateOptions");
         }
-        let r = request("DELETE", &unbound("Deployment"), &Value::Null);
-        assert_eq!(r["kind"]["kind"], "Deployment");
+        for d in crate::kinds::every() {
+            let r = request("DELETE", &d.fixture(), &Value::Null);
+            assert_eq!(r["kind"]["kind"], d.name());
+        }
     }
 }

@@ -54,14 +54,10 @@ pub fn cache_binding() -> Binding {
 /// Every kind the policy holds (`restage_gate::workload::KINDS`), each with an unbound
 /// fixture (`unbound`).
 pub fn kinds() -> impl Iterator<Item = &'static str> {
-    restage_gate::workload::kinds().map(|w| w.kind())
+    crate::kinds::every().into_iter().map(|d| d.name())
 }
 
-/// The unbound workload of a kind the policy holds: Korifi's StatefulSet, and for any other
-/// kind `workloads/<kind in lower case>-unbound.json`.
+/// The unbound workload of a kind the policy holds, as its descriptor gives it.
 pub fn unbound(kind: &str) -> Value {
-    match kind {
-        "StatefulSet" => crate::korifi::unbound(),
-        other => fixture(&format!("workloads/{}-unbound.json", other.to_lowercase())),
-    }
+    crate::kinds::named(kind).fixture()
 }

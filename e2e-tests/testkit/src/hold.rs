@@ -9,16 +9,16 @@ use crate::edit::pointer;
 
 /// Whether a label or annotation key is one of the policy's.
 pub fn is_marker(key: &str) -> bool {
-    key == HELD_LABEL || markers::annotations().contains(&key)
+    key == HELD_LABEL || workload::marker_annotations().contains(&key)
 }
 
 fn kind(name: &str) -> &'static dyn Workload {
-    workload::of("apps", name).unwrap_or_else(|| panic!("restage-gate does not hold {name}"))
+    crate::kinds::named(name).workload()
 }
 
-/// The kind an object says it is; a StatefulSet when it does not say.
-pub fn kind_of(object: &Value) -> &str {
-    object["kind"].as_str().unwrap_or("StatefulSet")
+/// The kind an object says it is, which must be one the policy holds.
+pub fn kind_of(object: &Value) -> &'static str {
+    crate::kinds::of_fixture(object).name()
 }
 
 /// The annotation that remembers the control a hold replaced, for a kind.

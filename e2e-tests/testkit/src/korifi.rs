@@ -69,9 +69,10 @@ pub fn desired(version: u32, replicas: u32) -> Value {
 /// controller owning the metadata and spec it wrote (in server-side apply's `fieldsV1` form)
 /// and the StatefulSet controller owning the status. Often the largest part of the metadata.
 pub fn with_managed_fields(mut sts: Value) -> Value {
+    let api_version = sts["apiVersion"].clone();
     let entry = |manager: &str, subresource: Option<&str>, fields: Value| {
         let mut entry = json!({"manager": manager, "operation": "Update",
-            "apiVersion": "apps/v1", "time": "2026-12-01T09:00:00Z",
+            "apiVersion": api_version, "time": "2026-12-01T09:00:00Z",
             "fieldsType": "FieldsV1", "fieldsV1": fields});
         if let Some(subresource) = subresource {
             entry["subresource"] = json!(subresource);

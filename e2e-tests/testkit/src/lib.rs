@@ -1,6 +1,7 @@
 //! Test tooling for restage-gate, in one place: the fixtures, the servicebinding.io projector
-//! model, the writes Korifi and kubectl make, JSON edits, admission requests for any kind, and
-//! workloads as the policy leaves them when it holds them. Every marker key comes from
+//! model, the writes Korifi and kubectl make, JSON edits, admission requests for any kind,
+//! workloads as the policy leaves them when it holds them, and one descriptor per kind
+//! (`kinds`). Every marker key comes from
 //! `restage_gate::markers`.
 //!
 //! Used by the e2e crate and by the policy crate's own tests. The API takes and returns
@@ -11,6 +12,7 @@ pub mod admission;
 pub mod edit;
 pub mod fixtures;
 pub mod hold;
+pub mod kinds;
 pub mod korifi;
 pub mod kubectl;
 pub mod lookalike;

@@ -5,17 +5,18 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use restage_gate::clock::UtcTime;
 use restage_gate::template::artefacts::ArtefactRules;
-use restage_gate::workload::{self, StatefulSet};
+use restage_gate::workload;
 use restage_gate_e2e::workloads::cases;
 
 fn native(c: &mut Criterion) {
     let rules = ArtefactRules::default();
     let now = UtcTime(1_796_230_266);
     for case in cases() {
-        let kind = case.payload["request"]["kind"]["kind"]
-            .as_str()
-            .unwrap_or_default();
-        let kind = workload::of("apps", kind).unwrap_or(&StatefulSet);
+        let gvk = &case.payload["request"]["kind"];
+        let field = |key: &str| gvk[key].as_str().unwrap_or_default();
+        // every case is a workload of a kind the policy holds
+        let kind = workload::of(field("group"), field("kind"))
+            .unwrap_or_else(|| panic!("{}: not a kind the policy holds: {gvk}", case.name));
         let hold = workload::default_hold(kind, &now.rfc3339(), "+orders-db");
         let payload = serde_json::to_vec(&case.payload).expect("serialisable");
         let (old, new) = (case.old_template.to_string(), case.new_template.to_string());

@@ -51,12 +51,8 @@ impl Kwctl {
         if output.status.success() {
             return Ok(None);
         }
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        match stderr
-            .lines()
-            .find_map(|l| l.strip_prefix(SETTINGS_REFUSED))
-        {
-            Some(message) => Ok(Some(message.to_string())),
+        match refusal(&output) {
+            Some(message) => Ok(Some(message)),
             None => Err(failed(
                 &self.program.to_string_lossy(),
                 request_path,
@@ -78,6 +74,29 @@ impl Kwctl {
     }
 }
 
+/// The module's message from kwctl's refusal of settings: the settings validation response
+/// kwctl prints on stdout, or else its error line, whose message is Rust's Debug form of an
+/// `Option<String>` (`Some("…")`, the text escaped as JSON escapes it for the messages the module
+/// writes).
+fn refusal(output: &Output) -> Option<String> {
+    let response: Option<Value> = serde_json::from_slice(&output.stdout).ok();
+    if let Some(message) = response
+        .filter(|r| r["valid"] == false)
+        .and_then(|r| r["message"].as_str().map(str::to_string))
+    {
+        return Some(message);
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let message = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(SETTINGS_REFUSED))?;
+    let quoted = message
+        .strip_prefix("Some(")
+        .and_then(|m| m.strip_suffix(')'))
+        .unwrap_or(message);
+    Some(serde_json::from_str(quoted).unwrap_or_else(|_| quoted.to_string()))
+}
+
 fn failed(program: &str, request_path: &Path, output: &Output) -> String {
     format!(
         "{program} run {} failed ({}):\n{}",
@@ -85,4 +104,35 @@ fn failed(program: &str, request_path: &Path, output: &Output) -> String {
         output.status,
         String::from_utf8_lossy(&output.stderr).trim_end()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    fn output(stdout: &str, stderr: &str) -> Output {
+        Output {
+            status: ExitStatus::from_raw(1 << 8),
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_settings_refusal_is_read_in_every_form_kwctl_writes_it() {
+        let message = r#"settings.mode: "later" is not a mode; write "defer" or "reject""#;
+        let json = serde_json::to_string(message).expect("JSON string");
+        let forms = [
+            output(&format!(r#"{{"valid":false,"message":{json}}}"#), ""),
+            output("", &format!("log line\n{SETTINGS_REFUSED}Some({json})\n")),
+            output("", &format!("{SETTINGS_REFUSED}{json}\n")),
+            output("", &format!("{SETTINGS_REFUSED}{message}\n")),
+        ];
+        for form in &forms {
+            assert_eq!(refusal(form).as_deref(), Some(message), "{form:?}");
+        }
+        assert_eq!(refusal(&output("", "Error: no such file\n")), None);
+    }
 }

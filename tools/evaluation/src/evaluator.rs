@@ -158,8 +158,9 @@ mod tests {
     use super::*;
 
     fn request() -> Value {
-        json!({"uid": "u1", "kind": {"group": "apps", "version": "v1", "kind": "StatefulSet"},
-            "resource": {"group": "apps", "version": "v1", "resource": "statefulsets"},
+        // any kind: the payload carries whatever the request says
+        json!({"uid": "u1", "kind": {"group": "example.com", "version": "v1", "kind": "Widget"},
+            "resource": {"group": "example.com", "version": "v1", "resource": "widgets"},
             "name": "app", "namespace": "cf", "operation": "UPDATE",
             "userInfo": {"username": "someone"},
             "object": {"metadata": {"name": "app"}, "spec": {"replicas": 2}},

@@ -1,25 +1,22 @@
 //! One line per decision, for people reading a run (`make demo`, `restage-gate-run --summary`).
 
-use serde_json::Value;
-
 use crate::admission::Outcome;
 
 /// `01-bind.json   held   6 patch op(s), updateStrategy OnDelete, pending [+orders-db]`, then
-/// the message and each warning on lines of their own. A Deployment shows `paused` where the
-/// other kinds show their strategy: it is what holds or rolls it.
+/// the message and each warning on lines of their own. The control shown is what holds or rolls
+/// the workload: its `updateStrategy` where it has one (the API server defaults it on the kinds
+/// held with `OnDelete`), otherwise `paused` (a Deployment's).
 pub fn summary_line(name: &str, outcome: &Outcome) -> String {
     let object = &outcome.object;
-    let control = if object["kind"] == "Deployment" {
-        format!(
+    let control = match object.pointer("/spec/updateStrategy") {
+        Some(strategy) => format!(
+            "updateStrategy {}",
+            strategy["type"].as_str().unwrap_or("-")
+        ),
+        None => format!(
             "paused {}",
             object["spec"]["paused"].as_bool().unwrap_or(false)
-        )
-    } else {
-        let strategy = object.pointer("/spec/updateStrategy/type");
-        format!(
-            "updateStrategy {}",
-            strategy.and_then(Value::as_str).unwrap_or("-")
-        )
+        ),
     };
     let mut detail = format!("{} patch op(s), {control}", outcome.patch.len());
     for key in ["pending", "released"] {
@@ -83,11 +80,11 @@ mod tests {
         );
         assert!(summary_line("x.json", &refused).contains(" rejected "));
 
-        let deployment = json!({"object": {"kind": "Deployment", "spec": {}}});
+        // a workload without an update strategy (a Deployment) shows `paused`
+        let deployment = json!({"object": {"spec": {}}});
         let paused = Outcome::new(
             &deployment,
-            &json!({"accepted": true,
-                "mutated_object": {"kind": "Deployment", "spec": {"paused": true}}}),
+            &json!({"accepted": true, "mutated_object": {"spec": {"paused": true}}}),
         );
         assert!(summary_line("d.json", &paused).contains("1 patch op(s), paused true"));
         let unchanged = Outcome::new(&deployment, &json!({"accepted": true}));

@@ -4,6 +4,8 @@
 //! other: versions, the install manifests, the settings form, the workflows.
 
 pub mod cli;
+mod kind_names;
+pub mod kinds;
 pub mod manifests;
 pub mod metadata;
 pub mod oci;

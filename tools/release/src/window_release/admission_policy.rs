@@ -181,7 +181,7 @@ fn settings() -> Value {
     json!({"mode": "defer", "maintenanceWindows": [{"days": ["Sat"], "start": "02:00", "end": "04:00"}]})
 }
 
-/// Saturday 2026-12-05, 03:00 and 12:00 UTC.
+/// A Saturday, inside that window and after it (checked by `the_instants_are_inside_and_outside_the_window`).
 const IN_WINDOW: UtcTime = UtcTime(1_796_439_600);
 const OUTSIDE_WINDOWS: UtcTime = UtcTime(1_796_472_000);
 
@@ -252,17 +252,28 @@ fn in_a_window_restage_gates_release_of_the_jobs_write_is_allowed() {
     }
 }
 
-/// The API server stores a Deployment's `paused: false` by leaving it out.
+/// The API server stores a control released to `false` (a Deployment's `paused`) by leaving
+/// it out.
 #[test]
 fn a_release_stored_without_a_false_control_is_allowed() {
-    let old = held_workload("Deployment");
-    let mut stored = through_restage_gate(&old, &job_write(&old), IN_WINDOW);
-    assert_eq!(stored["spec"]["paused"], json!(false));
-    stored["spec"]
-        .as_object_mut()
-        .expect("spec")
-        .remove("paused");
-    assert_eq!(verdict(&old, &stored), Verdict::Allowed);
+    let mut checked = 0;
+    for kind in kinds() {
+        let old = held_workload(kind);
+        let mut stored = through_restage_gate(&old, &job_write(&old), IN_WINDOW);
+        let path = control_path(kind);
+        if stored.pointer(&path) != Some(&json!(false)) {
+            continue;
+        }
+        let (parent, field) = path.rsplit_once('/').expect("a field of an object");
+        stored
+            .pointer_mut(parent)
+            .and_then(Value::as_object_mut)
+            .expect("the control's object")
+            .remove(field);
+        assert_eq!(verdict(&old, &stored), Verdict::Allowed, "{kind}");
+        checked += 1;
+    }
+    assert!(checked > 0, "no kind is released to a false control");
 }
 
 /// resourceVersion, generation (a release changes spec) and managedFields change with every
@@ -272,6 +283,7 @@ fn metadata_the_api_server_writes_is_not_counted() {
     for kind in kinds() {
         let old = held_workload(kind);
         let released = through_restage_gate(&old, &job_write(&old), IN_WINDOW);
+        let api_version = old["apiVersion"].clone();
         let stored = with(released, |o| {
             set(o, "/metadata/resourceVersion", json!("999999"));
             set(o, "/metadata/generation", json!(99));
@@ -279,7 +291,7 @@ fn metadata_the_api_server_writes_is_not_counted() {
                 o,
                 "/metadata/managedFields",
                 json!([{"manager": "kubectl-annotate", "operation": "Update",
-                        "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+                        "apiVersion": api_version, "fieldsType": "FieldsV1",
                         "fieldsV1": {"f:metadata": {"f:annotations": {}}}}]),
             );
         });
@@ -566,15 +578,26 @@ fn other_metadata_changes_are_denied() {
 
 #[test]
 fn the_message_names_the_workload() {
-    let old = held_workload("Deployment");
+    let kind = kinds().last().expect("a kind");
+    let old = held_workload(kind);
     let stored = with(old.clone(), |o| {
         set(o, "/metadata/labels/team", json!("payments"))
     });
     let Verdict::Denied(message) = verdict(&old, &stored) else {
         panic!("allowed");
     };
+    let resource = restage_gate::workload::of(
+        old["apiVersion"]
+            .as_str()
+            .and_then(|v| v.rsplit_once('/'))
+            .map_or("", |(g, _)| g),
+        kind,
+    )
+    .expect("a kind the policy holds")
+    .declared()
+    .resource;
     let name = format!(
-        "deployments {}/{}",
+        "{resource} {}/{}",
         old["metadata"]["namespace"].as_str().expect("namespace"),
         old["metadata"]["name"].as_str().expect("name")
     );
@@ -582,4 +605,14 @@ fn the_message_names_the_workload() {
         message.contains(&format!("this write to {name} also changes label team")),
         "{message}"
     );
+}
+
+#[test]
+fn the_instants_are_inside_and_outside_the_window() {
+    let saturday = 5;
+    for (instant, inside) in [(IN_WINDOW, true), (OUTSIDE_WINDOWS, false)] {
+        assert_eq!(instant.weekday(), saturday);
+        let minute = instant.minute_of_day();
+        assert_eq!((2 * 60..4 * 60).contains(&minute), inside, "{instant:?}");
+    }
 }

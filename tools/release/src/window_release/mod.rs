@@ -60,11 +60,23 @@ fn held_resources() -> Vec<&'static str> {
     workload::kinds().map(|w| w.declared().resource).collect()
 }
 
-/// The API group of every held kind (one: the manifests name one group).
-fn held_group() -> &'static str {
-    let groups: Vec<&str> = workload::kinds().map(|w| w.declared().group).collect();
-    assert!(groups.iter().all(|g| *g == groups[0]), "{groups:?}");
-    groups[0]
+/// The API groups of the held kinds, each with its versions and resources, in the table's order.
+fn held_groups() -> Vec<(&'static str, Vec<&'static str>, Vec<&'static str>)> {
+    let mut out: Vec<(&str, Vec<&str>, Vec<&str>)> = Vec::new();
+    for k in workload::kinds().map(|w| w.declared()) {
+        if !out.iter().any(|(g, _, _)| *g == k.group) {
+            out.push((k.group, Vec::new(), Vec::new()));
+        }
+        let (_, versions, resources) = out
+            .iter_mut()
+            .find(|(g, _, _)| *g == k.group)
+            .expect("pushed");
+        if !versions.contains(&k.version) {
+            versions.push(k.version);
+        }
+        resources.push(k.resource);
+    }
+    out
 }
 
 #[test]
@@ -200,22 +212,28 @@ fn the_job_runs_as_the_identity_the_role_binds_and_the_admission_policy_confines
 /// each listed object as listed (it fetches again only objects read from files).
 #[test]
 fn the_role_grants_exactly_list_and_patch_on_the_held_kinds() {
-    assert_eq!(
-        document("ClusterRole")["rules"],
-        json!([{"apiGroups": [held_group()], "resources": held_resources(),
-                "verbs": ["list", "patch"]}])
-    );
+    let want: Vec<Value> = held_groups()
+        .into_iter()
+        .map(|(group, _, resources)| {
+            json!({"apiGroups": [group], "resources": resources, "verbs": ["list", "patch"]})
+        })
+        .collect();
+    assert_eq!(document("ClusterRole")["rules"], json!(want));
 }
 
 #[test]
 fn the_admission_policy_matches_every_update_the_job_can_make_and_fails_closed() {
     let policy = document("ValidatingAdmissionPolicy");
-    let versions: Vec<&str> = workload::kinds().map(|w| w.declared().version).collect();
-    assert!(versions.iter().all(|v| *v == versions[0]), "{versions:?}");
+    let rules: Vec<Value> = held_groups()
+        .into_iter()
+        .map(|(group, versions, resources)| {
+            json!({"apiGroups": [group], "apiVersions": versions, "resources": resources,
+                   "operations": ["UPDATE"]})
+        })
+        .collect();
     assert_eq!(
         policy["spec"]["matchConstraints"],
-        json!({"resourceRules": [{"apiGroups": [held_group()], "apiVersions": [versions[0]],
-               "resources": held_resources(), "operations": ["UPDATE"]}]})
+        json!({ "resourceRules": rules })
     );
     assert_eq!(policy["spec"]["failurePolicy"], "Fail");
 }
@@ -229,6 +247,11 @@ fn the_policy_yaml_holds_the_kinds_the_job_annotates() {
         .find(|d| d["spec"]["settings"]["mode"] == "defer")
         .expect("the defer policy");
     let rules = &defer["spec"]["rules"];
-    assert_eq!(rules[0]["resources"], json!(held_resources()), "{rules}");
-    assert_eq!(rules[0]["apiGroups"], json!([held_group()]), "{rules}");
+    let ruled: Vec<&Value> = rules
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["resources"].as_array().into_iter().flatten())
+        .collect();
+    assert_eq!(json!(ruled), json!(held_resources()), "{rules}");
 }

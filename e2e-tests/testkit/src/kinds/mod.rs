@@ -1,0 +1,378 @@
+//! One descriptor per kind the policy holds: everything the tests know of a kind lives in its
+//! file here. The kind itself (group, version, control, annotation) comes from its row in
+//! `restage_gate::workload::KINDS`, found by its declared `kind` in that file only; the
+//! descriptor adds what the tests expect of it (its fixture, the patches a first hold and a
+//! release make, the command that applies held changes now, whether an unbind is held), how its
+//! owner writes it and how its controller runs its pods in the cluster simulation.
+//!
+//! Every suite iterates [`every`]; a kind in `KINDS` without a descriptor fails them all.
+
+mod daemonset;
+mod deployment;
+pub mod simulation;
+mod statefulset;
+
+use restage_gate::workload::{self, Workload};
+use serde_json::{json, Value};
+
+use crate::edit::pointer;
+use crate::hold::marker_paths;
+pub use simulation::{Controller, Pod, Pods};
+
+/// Who writes the workload's spec in the simulation, and so how the app is scaled, deployed
+/// anew and restarted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// Korifi's statefulset-runner, which writes its whole desired spec on every reconcile:
+    /// `cf scale`, `cf push --strategy rolling`, and `cf restart` (deleted and created anew).
+    Korifi,
+    /// A user with kubectl: `kubectl set image` deploys and restarts.
+    Kubectl,
+}
+
+/// How the workload gets more pods in the simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Its owner writes `spec.replicas` (Korifi's runner), through admission.
+    Owner,
+    /// `kubectl scale`: the `scale` subresource, which admission webhooks on the workload do
+    /// not see.
+    Subresource,
+    /// Nodes join the cluster; one pod per node.
+    Nodes,
+}
+
+/// What the tests know of one kind the policy holds.
+pub trait Descriptor: Sync {
+    /// The kind's row in `restage_gate::workload::KINDS`.
+    fn workload(&self) -> &'static dyn Workload;
+
+    /// The unbound workload as a servicebinding.io runtime finds it.
+    fn fixture(&self) -> Value;
+
+    /// The JSON Patch ops of a first hold on the control of [`Descriptor::fixture`] (markers
+    /// aside).
+    fn hold_ops(&self) -> Vec<Value>;
+
+    /// The JSON Patch ops a release makes from the held control back to the API default (which
+    /// every fixture runs with), markers aside.
+    fn restore_ops(&self) -> Vec<Value>;
+
+    /// The command a warning gives to apply held changes now.
+    fn apply_now(&self, namespace: &str, name: &str) -> String;
+
+    /// The command a reject-mode refusal gives to restart the workload with the change.
+    fn restart(&self, namespace: &str, name: &str) -> String;
+
+    /// Why a change that drops a binding secret (an unbind, a secret switch) rolls now, as the
+    /// warning ends; `None` for a kind that holds it like a bind.
+    fn unbinds_roll_now(&self) -> Option<&'static str>;
+
+    /// Whether a change that drops a binding secret is held like a bind.
+    fn holds_unbinds(&self) -> bool {
+        self.unbinds_roll_now().is_none()
+    }
+
+    /// Whether a pod created while the workload is held (a scale, a deleted pod) starts from
+    /// the stored template, which has the held bindings; otherwise from the old one.
+    fn new_pods_see_held_changes(&self) -> bool;
+
+    /// Who writes the workload in the simulation.
+    fn owner(&self) -> Owner;
+
+    /// How it gets more pods.
+    fn scale(&self) -> Scale;
+
+    /// A scale to four pods as a scenario's title says it.
+    fn scale_to_four(&self) -> &'static str;
+
+    /// `object` with the owner's own control that keeps pods from rolling (`OnDelete`, a
+    /// pause), which the policy leaves alone.
+    fn stopped_by_owner(&self, object: Value) -> Value;
+
+    /// `object` after the owner's own resume of a stopped rollout, for a kind where that is a
+    /// command of its own (`kubectl rollout resume`); `None` for the others.
+    fn resumed(&self, _object: &Value) -> Option<Value> {
+        None
+    }
+
+    /// Whether `kubectl rollout restart` refuses the object as it stands (a paused
+    /// Deployment's "run rollout resume first"): nothing is written.
+    fn restart_refused(&self, _object: &Value) -> bool {
+        false
+    }
+
+    /// A fresh model of the kind's controller for the cluster simulation.
+    fn controller(&self) -> Box<dyn Controller>;
+
+    /// `kind` as the API names it.
+    fn name(&self) -> &'static str {
+        self.workload().kind()
+    }
+
+    fn group(&self) -> &'static str {
+        self.workload().declared().group
+    }
+
+    fn version(&self) -> &'static str {
+        self.workload().declared().version
+    }
+
+    /// `apiVersion`: `group/version`, or the version alone for the core group.
+    fn api_version(&self) -> String {
+        match self.group() {
+            "" => self.version().to_string(),
+            group => format!("{group}/{}", self.version()),
+        }
+    }
+
+    /// The resource a webhook rule and kubectl name.
+    fn resource(&self) -> &'static str {
+        self.workload().declared().resource
+    }
+
+    /// The control's JSON pointer: `/spec/updateStrategy`, `/spec/paused`.
+    fn control_path(&self) -> String {
+        pointer(self.workload().control_path())
+    }
+
+    fn held_control(&self) -> Value {
+        self.workload().held_control()
+    }
+
+    fn default_control(&self) -> Value {
+        self.workload().default_control()
+    }
+
+    fn remembered_annotation(&self) -> &'static str {
+        self.workload().remembered_annotation()
+    }
+
+    /// The control the fixture runs with (the API default where it names none).
+    fn fixture_control(&self) -> Value {
+        self.fixture()
+            .pointer(&self.control_path())
+            .cloned()
+            .unwrap_or_else(|| self.default_control())
+    }
+
+    /// The paths a first hold changes on the fixture: the markers and the control's.
+    fn hold_paths(&self) -> Vec<String> {
+        let mut paths = marker_paths(self.name());
+        paths.extend(self.hold_ops().iter().map(op_path));
+        paths.sort();
+        paths
+    }
+}
+
+fn op_path(op: &Value) -> String {
+    op["path"].as_str().unwrap_or_default().to_string()
+}
+
+impl std::fmt::Debug for dyn Descriptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl PartialEq for dyn Descriptor {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+const DESCRIPTORS: [&dyn Descriptor; 3] = [
+    &statefulset::StatefulSet,
+    &daemonset::DaemonSet,
+    &deployment::Deployment,
+];
+
+/// A descriptor for every kind the policy holds, in the order of its kinds table. A kind
+/// without one is a test kit that does not know it yet: a loud failure.
+pub fn every() -> Vec<&'static dyn Descriptor> {
+    workload::kinds()
+        .map(|w| {
+            DESCRIPTORS
+                .into_iter()
+                .find(|d| d.name() == w.kind())
+                .unwrap_or_else(|| {
+                    panic!(
+                        "no test-kit descriptor for {} (e2e-tests/testkit/src/kinds/)",
+                        w.kind()
+                    )
+                })
+        })
+        .collect()
+}
+
+/// The descriptor of a kind by its name.
+pub fn named(kind: &str) -> &'static dyn Descriptor {
+    every()
+        .into_iter()
+        .find(|d| d.name() == kind)
+        .unwrap_or_else(|| panic!("restage-gate does not hold {kind}"))
+}
+
+/// The descriptor of the kind an object says it is (`apiVersion` and `kind`), if the policy
+/// holds it.
+pub fn of(object: &Value) -> Option<&'static dyn Descriptor> {
+    every().into_iter().find(|d| {
+        object["kind"] == d.name()
+            && object["apiVersion"]
+                .as_str()
+                .is_none_or(|v| v == d.api_version())
+    })
+}
+
+/// The descriptor of a fixture object, which is always of a kind the policy holds.
+pub fn of_fixture(object: &Value) -> &'static dyn Descriptor {
+    of(object).unwrap_or_else(|| {
+        panic!(
+            "not a kind restage-gate holds: apiVersion {}, kind {}",
+            object["apiVersion"], object["kind"]
+        )
+    })
+}
+
+/// The kind's row in `KINDS` by the name its descriptor file declares.
+fn declared(kind: &str) -> &'static dyn Workload {
+    workload::kinds()
+        .find(|w| w.kind() == kind)
+        .unwrap_or_else(|| panic!("{kind} is not in restage_gate::workload::KINDS"))
+}
+
+/// `kubectl rollout restart KIND/NAME -n NAMESPACE`.
+fn rollout_restart(resource: &str, namespace: &str, name: &str) -> String {
+    format!("kubectl rollout restart {resource}/{name} -n {namespace}")
+}
+
+/// What differs between the kinds held with `updateStrategy: OnDelete`; the rest of
+/// [`Descriptor`] is shared: a first hold replaces a RollingUpdate with OnDelete, an unbind is
+/// held (a pod recreated meanwhile takes the current template), `kubectl rollout restart`
+/// applies held changes, and the owner's own control is OnDelete.
+trait StrategyKind: Sync {
+    fn workload(&self) -> &'static dyn Workload;
+    fn fixture(&self) -> Value;
+    fn owner(&self) -> Owner;
+    fn scale(&self) -> Scale;
+    fn scale_to_four(&self) -> &'static str;
+    fn controller(&self) -> Box<dyn Controller>;
+}
+
+impl<T: StrategyKind> Descriptor for T {
+    fn workload(&self) -> &'static dyn Workload {
+        StrategyKind::workload(self)
+    }
+
+    fn fixture(&self) -> Value {
+        StrategyKind::fixture(self)
+    }
+
+    /// RollingUpdate with parameters → OnDelete, parameters removed.
+    fn hold_ops(&self) -> Vec<Value> {
+        vec![
+            json!({"op": "remove", "path": "/spec/updateStrategy/rollingUpdate"}),
+            json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "OnDelete"}),
+        ]
+    }
+
+    /// OnDelete → the API default, a RollingUpdate with parameters.
+    fn restore_ops(&self) -> Vec<Value> {
+        let default = self.default_control();
+        vec![
+            json!({"op": "add", "path": "/spec/updateStrategy/rollingUpdate", "value": default["rollingUpdate"]}),
+            json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "RollingUpdate"}),
+        ]
+    }
+
+    fn apply_now(&self, namespace: &str, name: &str) -> String {
+        rollout_restart(&self.name().to_lowercase(), namespace, name)
+    }
+
+    fn restart(&self, namespace: &str, name: &str) -> String {
+        self.apply_now(namespace, name)
+    }
+
+    fn unbinds_roll_now(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn new_pods_see_held_changes(&self) -> bool {
+        true
+    }
+
+    fn owner(&self) -> Owner {
+        StrategyKind::owner(self)
+    }
+
+    fn scale(&self) -> Scale {
+        StrategyKind::scale(self)
+    }
+
+    fn scale_to_four(&self) -> &'static str {
+        StrategyKind::scale_to_four(self)
+    }
+
+    fn stopped_by_owner(&self, mut object: Value) -> Value {
+        object["spec"]["updateStrategy"] = json!({"type": "OnDelete"});
+        object
+    }
+
+    fn controller(&self) -> Box<dyn Controller> {
+        StrategyKind::controller(self)
+    }
+}
+
+/// An absent type counts as RollingUpdate.
+fn rolls(strategy: &Value) -> bool {
+    strategy["type"].as_str().unwrap_or("RollingUpdate") == "RollingUpdate"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_the_policy_holds_has_one_descriptor() {
+        let names: Vec<&str> = every().iter().map(|d| d.name()).collect();
+        let kinds: Vec<&str> = workload::kinds().map(|w| w.kind()).collect();
+        assert_eq!(names, kinds);
+        for d in every() {
+            assert_eq!(
+                of(&d.fixture()),
+                Some(d),
+                "{d:?}: its fixture is of its kind"
+            );
+        }
+    }
+
+    #[test]
+    fn a_hold_patch_takes_the_fixture_to_the_held_control_and_a_restore_back() {
+        for d in every() {
+            let mut object = d.fixture();
+            apply(&mut object, &d.hold_ops());
+            assert_eq!(
+                object.pointer(&d.control_path()),
+                Some(&d.held_control()),
+                "{d:?}"
+            );
+            apply(&mut object, &d.restore_ops());
+            assert_eq!(
+                object.pointer(&d.control_path()),
+                Some(&d.default_control()),
+                "{d:?}"
+            );
+        }
+    }
+
+    /// The ops the descriptors write: add, replace or remove of a member.
+    fn apply(doc: &mut Value, ops: &[Value]) {
+        for op in ops {
+            let path = op["path"].as_str().expect("path");
+            match op["op"].as_str() {
+                Some("remove") => crate::edit::remove(doc, path),
+                _ => crate::edit::set(doc, path, op["value"].clone()),
+            }
+        }
+    }
+}

@@ -1,0 +1,822 @@
+//! What users read about the kinds the module holds, generated from the kinds table
+//! (`restage_gate::workload::KINDS`, handed in as [`HeldKind`]s): the webhook rules of
+//! `metadata.yml` and of the install manifests (one rule per API group), the Artifact Hub
+//! resources, `window-release.yaml`'s resources, RBAC rules, admission policy match and per-kind
+//! control maps, the install guide's webhook example, the uninstall procedure's commands and the
+//! lists of kinds in README.md and docs/install.md. `make kinds` writes them; `make test` fails
+//! while one is stale (`tools/release/tests/kinds.rs`).
+//!
+//! YAML is edited in place, the text under a key replaced and its comments kept. In Markdown a
+//! list in prose sits between `<!-- kinds:FORM -->` and `<!-- /kinds -->` (FORM says how it is
+//! written, see [`prose`]); a command block between `<!-- NAME:begin -->` and `<!-- NAME:end -->`.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::repository;
+
+/// A kind the module holds, as the generated files need it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldKind {
+    pub group: String,
+    pub version: String,
+    /// `kind` as the API names it: `StatefulSet`.
+    pub kind: String,
+    /// The resource a rule names: `statefulsets`.
+    pub resource: String,
+    /// Where the control that holds rollouts sits, as object keys: `spec`, `paused`.
+    pub control: Vec<String>,
+    /// The control's value while held.
+    pub held: Value,
+    /// The value the API server gives the control when it is absent.
+    pub default: Value,
+    /// The annotation that remembers the replaced control.
+    pub remembered: String,
+    /// The command that applies held changes now, for the workload `NAME` in `NAMESPACE`.
+    pub apply_now: String,
+}
+
+/// What restage-gate writes on a held workload besides a kind's remembered annotation, which
+/// the uninstall procedure removes.
+#[derive(Debug, Clone)]
+pub struct Markers {
+    /// The label that marks a held workload.
+    pub held_label: String,
+    /// Its other annotations (held since, pending, the release request).
+    pub annotations: Vec<String>,
+    /// The annotation that requests a release.
+    pub release: String,
+    /// The annotation that says since when a workload is held.
+    pub held_since: String,
+    /// The annotation that lists the held changes.
+    pub pending: String,
+}
+
+/// The kinds of one API group, in the table's order.
+#[derive(Debug)]
+pub struct Group<'a> {
+    pub group: &'a str,
+    pub versions: Vec<&'a str>,
+    pub kinds: Vec<&'a HeldKind>,
+}
+
+impl Group<'_> {
+    pub fn resources(&self) -> Vec<&str> {
+        self.kinds.iter().map(|k| k.resource.as_str()).collect()
+    }
+
+    /// Whether every API server serves the group: a built-in group (`apps`, `batch`) has no
+    /// dot in its name, and a custom resource's group must have one, so a group without a dot
+    /// is never missing the way a CRD that is not installed is.
+    pub fn served_everywhere(&self) -> bool {
+        !self.group.contains('.')
+    }
+
+    /// The manifest of the window job for a group that not every cluster serves:
+    /// `window-release-argoproj.io.yaml`, applied only where the group is served.
+    pub fn window_release_file(&self) -> Option<String> {
+        (!self.served_everywhere()).then(|| format!("window-release-{}.yaml", self.group))
+    }
+}
+
+/// The kinds by API group, groups in the order the table first names them.
+pub fn groups(kinds: &[HeldKind]) -> Vec<Group<'_>> {
+    let mut out: Vec<Group> = Vec::new();
+    for k in kinds {
+        let at = match out.iter().position(|g| g.group == k.group) {
+            Some(at) => at,
+            None => {
+                out.push(Group {
+                    group: &k.group,
+                    versions: Vec::new(),
+                    kinds: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let g = &mut out[at];
+        if !g.versions.contains(&k.version.as_str()) {
+            g.versions.push(&k.version);
+        }
+        g.kinds.push(k);
+    }
+    out
+}
+
+/// The files `make kinds` writes, from the top of the repository, besides the window job's
+/// manifest for each group that not every cluster serves ([`Group::window_release_file`]).
+pub const FILES: [&str; 9] = [
+    "metadata.yml",
+    "policy.yaml",
+    "guard.yaml",
+    "monitor.yaml",
+    "window-release.yaml",
+    "artifacthub-pkg.yml",
+    "README.md",
+    "docs/install.md",
+    "docs/uninstall.md",
+];
+
+/// A generated file as it is and as the kinds table makes it; `None` for a file that is not
+/// there, or that should not be (the window job of a group no kind has any more).
+pub struct Generated {
+    pub file: String,
+    pub now: Option<String>,
+    pub wanted: Option<String>,
+}
+
+/// `window-release-*.yaml` under `root`: the window jobs of groups not every cluster serves.
+fn window_release_group_files(root: &Path) -> Result<Vec<String>, String> {
+    let entries = std::fs::read_dir(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let mut out: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("window-release-") && n.ends_with(".yaml"))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// Every generated file, read under `root`, as it is and as `kinds` makes it.
+pub fn generate(
+    root: &Path,
+    kinds: &[HeldKind],
+    markers: &Markers,
+) -> Result<Vec<Generated>, String> {
+    if kinds.is_empty() {
+        return Err("the kinds table is empty".into());
+    }
+    let mut out = Vec::new();
+    let mut metadata_wanted = String::new();
+    let mut window_wanted = String::new();
+    for file in FILES {
+        let now = repository::read(root, file)?;
+        let wanted = match file {
+            "metadata.yml" => {
+                let text = metadata(&now, kinds)?;
+                metadata_wanted = text.clone();
+                text
+            }
+            "policy.yaml" | "guard.yaml" | "monitor.yaml" => {
+                replace_lists(&now, file, "rules:", |i| webhook_rules(kinds, i))?
+            }
+            "window-release.yaml" => {
+                window_wanted = window_release(&now, kinds)?;
+                window_wanted.clone()
+            }
+            "artifacthub-pkg.yml" => artifacthub(root, &metadata_wanted, &now)?,
+            "README.md" => {
+                let text = prose(&now, file, kinds)?;
+                readme_blocks(&text, kinds, markers)?
+            }
+            "docs/install.md" => {
+                let text = replace_lists(&now, file, "rules:", |i| webhook_rules(kinds, i))?;
+                let text = prose(&text, file, kinds)?;
+                replace_block(&text, file, "upgrade-held", &held_list(kinds, markers, ""))?
+            }
+            "docs/uninstall.md" => uninstall(&now, kinds, markers)?,
+            other => return Err(format!("{other}: not generated")),
+        };
+        out.push(Generated {
+            file: file.to_string(),
+            now: Some(now),
+            wanted: Some(wanted),
+        });
+    }
+    let mut wanted_groups = Vec::new();
+    for g in groups(kinds) {
+        if let Some(file) = g.window_release_file() {
+            let now = root
+                .join(&file)
+                .exists()
+                .then(|| repository::read(root, &file))
+                .transpose()?;
+            let wanted = window_release_of_group(&window_wanted, &g)?;
+            wanted_groups.push(file.clone());
+            out.push(Generated {
+                file,
+                now,
+                wanted: Some(wanted),
+            });
+        }
+    }
+    for file in window_release_group_files(root)? {
+        if !wanted_groups.contains(&file) {
+            let now = repository::read(root, &file)?;
+            out.push(Generated {
+                file,
+                now: Some(now),
+                wanted: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The kinds as Artifact Hub keywords: each kind in lower case.
+fn kind_keywords(kinds: &[HeldKind]) -> Vec<String> {
+    let mut out: Vec<String> = kinds.iter().map(|k| k.kind.to_lowercase()).collect();
+    out.dedup();
+    out
+}
+
+/// `metadata.yml`: its rules, and the kinds its Artifact Hub resources, keywords and
+/// description name.
+fn metadata(text: &str, kinds: &[HeldKind]) -> Result<String, String> {
+    let file = "metadata.yml";
+    let text = replace_lists(text, file, "rules:", |i| webhook_rules(kinds, i))?;
+    let text = replace_value(
+        &text,
+        file,
+        "io.artifacthub.resources:",
+        &names(kinds).join(", "),
+    )?;
+    let key = "io.artifacthub.keywords:";
+    let keywords = value_of(&text, file, key)?;
+    let text = replace_value(&text, file, key, &keywords_with(&keywords, kinds))?;
+    let key = "io.kubewarden.policy.description:";
+    let description = value_of(&text, file, key)?;
+    let (before, rest) = description.split_once(DESCRIPTION_KINDS.0).ok_or_else(|| {
+        format!(
+            "{file}: the description names the kinds after `{}`",
+            DESCRIPTION_KINDS.0
+        )
+    })?;
+    let (_, after) = rest.split_once(DESCRIPTION_KINDS.1).ok_or_else(|| {
+        format!(
+            "{file}: the description's kinds end before `{}`",
+            DESCRIPTION_KINDS.1
+        )
+    })?;
+    let description = format!(
+        "{before}{}{}{}{after}",
+        DESCRIPTION_KINDS.0,
+        list("kinds-and", kinds)?,
+        DESCRIPTION_KINDS.1
+    );
+    replace_value(&text, file, key, &description)
+}
+
+/// What comes before and after the list of kinds in the policy's one-line description.
+const DESCRIPTION_KINDS: (&str, &str) = ("service-binding changes to ", " until ");
+
+/// `a, b, c`: the keywords with the kinds' own written where the first of them was (or
+/// after the others), each once.
+fn keywords_with(keywords: &str, kinds: &[HeldKind]) -> String {
+    let ours = kind_keywords(kinds);
+    let mut out: Vec<String> = Vec::new();
+    let mut at = None;
+    for k in keywords.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+        if ours.iter().any(|o| o == k) {
+            at.get_or_insert(out.len());
+        } else {
+            out.push(k.to_string());
+        }
+    }
+    let at = at.unwrap_or(out.len());
+    out.splice(at..at, ours);
+    out.join(", ")
+}
+
+/// The value of the one line that starts with `key`.
+fn value_of(text: &str, file: &str, key: &str) -> Result<String, String> {
+    let found: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix(key))
+        .collect();
+    match found[..] {
+        [value] => Ok(value.trim().to_string()),
+        _ => Err(format!(
+            "{file}: {} lines start with `{key}`, one expected",
+            found.len()
+        )),
+    }
+}
+
+/// The kind names, in the table's order.
+fn names(kinds: &[HeldKind]) -> Vec<&str> {
+    kinds.iter().map(|k| k.kind.as_str()).collect()
+}
+
+/// `["a", "b"]`, a YAML flow list of quoted strings.
+fn flow(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| format!("\"{i}\"")).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// One webhook rule per API group, for UPDATE only, as list items at `indent`.
+pub fn webhook_rules(kinds: &[HeldKind], indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    groups(kinds)
+        .iter()
+        .map(|g| {
+            format!(
+                "{pad}- apiGroups: {}\n{pad}  apiVersions: {}\n{pad}  resources: {}\n{pad}  operations: [\"UPDATE\"]\n",
+                flow(&[g.group]),
+                flow(&g.versions),
+                flow(&g.resources())
+            )
+        })
+        .collect()
+}
+
+/// The window job's RBAC: `list` and `patch` on the held resources, one rule per API group.
+fn rbac_rules(kinds: &[HeldKind], indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    groups(kinds)
+        .iter()
+        .map(|g| {
+            format!(
+                "{pad}- apiGroups: {}\n{pad}  resources: {}\n{pad}  verbs: [\"list\", \"patch\"]\n",
+                flow(&[g.group]),
+                flow(&g.resources())
+            )
+        })
+        .collect()
+}
+
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+/// `text` with the list under every line that is `key` alone (e.g. `rules:`) replaced by
+/// `render(indent of its items)`; an error when there is none.
+pub fn replace_lists(
+    text: &str,
+    file: &str,
+    key: &str,
+    render: impl Fn(usize) -> String,
+) -> Result<String, String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut out = String::new();
+    let mut found = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        out.push_str(line);
+        i += 1;
+        if line.trim() != key {
+            continue;
+        }
+        found = true;
+        let indent = indent_of(line);
+        while i < lines.len() {
+            let next = lines[i];
+            let deeper = indent_of(next) > indent
+                || (indent_of(next) == indent && next.trim_start().starts_with("- "));
+            if next.trim().is_empty() || !deeper {
+                break;
+            }
+            i += 1;
+        }
+        out.push_str(&render(indent + 2));
+    }
+    if !found {
+        return Err(format!("{file}: no `{key}` to generate"));
+    }
+    Ok(out)
+}
+
+/// `text` with the value of the one line that starts with `key` replaced.
+fn replace_value(text: &str, file: &str, key: &str, value: &str) -> Result<String, String> {
+    let mut found = 0;
+    let out: String = text
+        .split_inclusive('\n')
+        .map(|line| {
+            if line.trim_start().starts_with(key) {
+                found += 1;
+                let pad = " ".repeat(indent_of(line));
+                format!("{pad}{key} {value}\n")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect();
+    match found {
+        1 => Ok(out),
+        n => Err(format!(
+            "{file}: {n} lines start with `{key}`, one expected"
+        )),
+    }
+}
+
+/// `text` with the lines after the one line that is `anchor` (trimmed) replaced: the `count`
+/// lines after it, or, with `count` None, those indented deeper than it.
+fn replace_after(
+    text: &str,
+    file: &str,
+    anchor: &str,
+    count: Option<usize>,
+    render: impl Fn(usize) -> String,
+) -> Result<String, String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let at: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].trim() == anchor)
+        .collect();
+    let [at] = at[..] else {
+        return Err(format!(
+            "{file}: {} lines are `{anchor}`, one expected",
+            at.len()
+        ));
+    };
+    let indent = indent_of(lines[at]);
+    let mut end = at + 1;
+    match count {
+        Some(n) => end += n,
+        None => {
+            while end < lines.len()
+                && !lines[end].trim().is_empty()
+                && indent_of(lines[end]) > indent
+            {
+                end += 1;
+            }
+        }
+    }
+    let end = end.min(lines.len());
+    let mut out: String = lines[..=at].concat();
+    out.push_str(&render(indent));
+    out.push_str(&lines[end..].concat());
+    Ok(out)
+}
+
+/// A JSON value as a CEL literal.
+fn cel(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("'{s}'"),
+        Value::Object(map) => {
+            let members: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("'{k}': {}", cel(v)))
+                .collect();
+            format!("{{{}}}", members.join(", "))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(cel).collect();
+            format!("[{}]", items.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A CEL map from each held resource to `value(kind)`, looked up by the request's resource, as
+/// the lines of a folded YAML scalar at `indent`.
+fn cel_map(kinds: &[HeldKind], indent: usize, value: impl Fn(&HeldKind) -> String) -> String {
+    let pad = " ".repeat(indent);
+    let entries: Vec<String> = kinds
+        .iter()
+        .map(|k| format!("'{}': {}", k.resource, value(k)))
+        .collect();
+    let last = entries.len() - 1;
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let open = if i == 0 { "{" } else { "" };
+            let close = if i == last {
+                "}[request.resource.resource]"
+            } else {
+                ","
+            };
+            format!("{pad}{open}{e}{close}\n")
+        })
+        .collect()
+}
+
+/// The field of `spec` that holds a kind: the admission policy compares spec field by field.
+fn spec_field(k: &HeldKind) -> Result<&str, String> {
+    match &k.control[..] {
+        [spec, field] if spec == "spec" => Ok(field),
+        other => Err(format!(
+            "{}: its control {} is not a field of spec, which window-release.yaml's admission policy compares",
+            k.kind,
+            other.join(".")
+        )),
+    }
+}
+
+fn window_release(text: &str, kinds: &[HeldKind]) -> Result<String, String> {
+    let file = "window-release.yaml";
+    let resources: Vec<&str> = kinds.iter().map(|k| k.resource.as_str()).collect();
+    let text = replace_after(text, file, "- annotate", Some(1), |i| {
+        format!("{}- {}\n", " ".repeat(i), resources.join(","))
+    })?;
+    let text = replace_lists(&text, file, "rules:", |i| rbac_rules(kinds, i))?;
+    let text = replace_lists(&text, file, "resourceRules:", |i| webhook_rules(kinds, i))?;
+    let mut fields = Vec::new();
+    for k in kinds {
+        fields.push(spec_field(k)?);
+    }
+    // the folded scalar of the `expression: >-` under `- name: NAME`
+    let expression = |text: &str, name: &str, value: &dyn Fn(usize) -> String| {
+        let anchor = format!("- name: {name}");
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let key = lines
+            .iter()
+            .position(|l| l.trim() == anchor)
+            .map(|at| at + 1)
+            .filter(|&key| lines.get(key).is_some_and(|l| l.trim() == "expression: >-"))
+            .ok_or_else(|| format!("{file}: no `{anchor}` with `expression: >-`"))?;
+        let indent = indent_of(lines[key]);
+        let mut end = key + 1;
+        while end < lines.len() && !lines[end].trim().is_empty() && indent_of(lines[end]) > indent {
+            end += 1;
+        }
+        Ok::<String, String>(format!(
+            "{}{}{}",
+            lines[..=key].concat(),
+            value(indent + 2),
+            lines[end..].concat()
+        ))
+    };
+    let text = expression(&text, "control", &|i| {
+        cel_map(kinds, i, |k| format!("'{}'", k.control[1]))
+    })?;
+    expression(&text, "heldControl", &|i| {
+        cel_map(kinds, i, |k| format!("dyn({})", cel(&k.held)))
+    })
+}
+
+/// `artifacthub-pkg.yml` from the generated `metadata.yml`, keeping its `createdAt`.
+fn artifacthub(root: &Path, metadata: &str, now: &str) -> Result<String, String> {
+    let meta = crate::metadata::read_yaml(metadata)?;
+    let version = meta["annotations"][crate::metadata::VERSION]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let created = crate::versions::existing_created_at(now, &version).ok_or(
+        "artifacthub-pkg.yml: no createdAt for this version; run `make artifacthub-pkg.yml`",
+    )?;
+    let questions = repository::read(root, "questions-ui.yml")?;
+    crate::versions::artifacthub_pkg(&meta, &questions, &created)
+}
+
+/// `a, b and c`.
+fn joined(items: &[String], last: &str) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., end] => format!("{} {last} {end}", rest.join(", ")),
+    }
+}
+
+/// The list of kinds a `<!-- kinds:FORM -->` marker writes:
+/// - `kinds-and`: StatefulSets, DaemonSets and Deployments; `kinds-or` with "or"
+/// - `remembered-or`: each remembered annotation with its kinds: `…-update-strategy`
+///   (StatefulSet, DaemonSet) or `…-paused` (Deployment)
+/// - `kind-or`: StatefulSet, DaemonSet or Deployment
+/// - `api-kinds-and`: `apps/v1` StatefulSets, DaemonSets and Deployments (per API group)
+/// - `resources-of-groups`: `statefulsets`, `daemonsets` and `deployments` of the group `apps`
+pub fn list(form: &str, kinds: &[HeldKind]) -> Result<String, String> {
+    let plural =
+        |ks: &[&HeldKind]| -> Vec<String> { ks.iter().map(|k| format!("{}s", k.kind)).collect() };
+    let all: Vec<&HeldKind> = kinds.iter().collect();
+    Ok(match form {
+        "kinds-and" => joined(&plural(&all), "and"),
+        "kinds-or" => joined(&plural(&all), "or"),
+        "remembered-or" => {
+            let mut by: Vec<(&str, Vec<&str>)> = Vec::new();
+            for k in kinds {
+                match by.iter_mut().find(|(a, _)| *a == k.remembered) {
+                    Some((_, ks)) => ks.push(&k.kind),
+                    None => by.push((&k.remembered, vec![&k.kind])),
+                }
+            }
+            let per: Vec<String> = by
+                .iter()
+                .map(|(a, ks)| format!("`{a}` ({})", ks.join(", ")))
+                .collect();
+            joined(&per, "or")
+        }
+        "kind-or" => joined(
+            &kinds.iter().map(|k| k.kind.clone()).collect::<Vec<_>>(),
+            "or",
+        ),
+        "api-kinds-and" => {
+            let per: Vec<String> = groups(kinds)
+                .iter()
+                .map(|g| {
+                    format!(
+                        "`{}/{}` {}",
+                        g.group,
+                        g.versions.join("`, `"),
+                        joined(&plural(&g.kinds), "and")
+                    )
+                })
+                .collect();
+            per.join("; ")
+        }
+        "resources-of-groups" => {
+            let per: Vec<String> = groups(kinds)
+                .iter()
+                .map(|g| {
+                    let resources: Vec<String> =
+                        g.resources().iter().map(|r| format!("`{r}`")).collect();
+                    format!("{} of the group `{}`", joined(&resources, "and"), g.group)
+                })
+                .collect();
+            joined(&per, "and")
+        }
+        other => return Err(format!("`<!-- kinds:{other} -->`: no such list of kinds")),
+    })
+}
+
+const LIST_END: &str = "<!-- /kinds -->";
+
+/// `text` with every `<!-- kinds:FORM -->…<!-- /kinds -->` list written by [`list`].
+pub fn prose(text: &str, file: &str, kinds: &[HeldKind]) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("<!-- kinds:") {
+        let open_end = rest[at..]
+            .find("-->")
+            .ok_or_else(|| format!("{file}: an unclosed `<!-- kinds:` marker"))?
+            + at
+            + 3;
+        let form = rest[at + "<!-- kinds:".len()..open_end - 3].trim();
+        let close = rest[open_end..]
+            .find(LIST_END)
+            .ok_or_else(|| format!("{file}: `<!-- kinds:{form} -->` without {LIST_END}"))?
+            + open_end;
+        out.push_str(&rest[..open_end]);
+        out.push_str(&list(form, kinds).map_err(|e| format!("{file}: {e}"))?);
+        out.push_str(LIST_END);
+        rest = &rest[close + LIST_END.len()..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// `if` the cluster serves the group, `command` on its resources: a kind whose custom resource
+/// is not installed is skipped instead of failing the procedure.
+fn per_group(g: &Group, command: &str) -> String {
+    format!(
+        "if [ -n \"$(kubectl api-resources --api-group={} -o name)\" ]; then {command}; fi",
+        g.group,
+        command = command.replace("RESOURCES", &g.resources().join(","))
+    )
+}
+
+/// The generated command blocks of docs/uninstall.md, by marker name.
+pub fn uninstall_blocks(kinds: &[HeldKind], markers: &Markers) -> Vec<(&'static str, String)> {
+    let groups = groups(kinds);
+    let held = format!("{}=true", markers.held_label);
+    let fence = |body: String| format!("```sh\n{body}```\n");
+    // one command per step, continued over a line per group, so a step is one command however
+    // many groups there are
+    let each = |command: &str| -> String {
+        let lines: Vec<String> = groups.iter().map(|g| per_group(g, command)).collect();
+        lines.join("; \\\n") + "\n"
+    };
+    let release = each(&format!(
+        "kubectl annotate RESOURCES -A -l {held} {}=now --overwrite",
+        markers.release
+    ));
+    let check = each(&format!("kubectl get RESOURCES -A -l {held}"));
+    let restore = format!(
+        "{}{}",
+        restore_program(kinds, markers),
+        each(&format!(
+            "kubectl get RESOURCES -A -l {held} -o json | jq -r \"$restore\" | sh"
+        ))
+    );
+    vec![
+        ("uninstall-release", fence(release)),
+        ("uninstall-restore", fence(restore)),
+        ("uninstall-check", fence(check)),
+    ]
+}
+
+/// The jq program of the restore step, in `$restore`: for each listed object, the merge patch
+/// that writes back its kind's remembered control (the API default when missing or not JSON)
+/// and removes every marker (`markers`: every annotation and the label restage-gate writes).
+fn restore_program(kinds: &[HeldKind], markers: &Markers) -> String {
+    let entries: Vec<String> = kinds
+        .iter()
+        .map(|k| {
+            let path: Vec<String> = k.control.iter().map(|p| format!("\"{p}\"")).collect();
+            format!(
+                "     \"{}/{}\": {{resource: \"{}\", control: [{}], remembered: \"{}\", default: {}}}",
+                k.group,
+                k.kind,
+                k.resource,
+                path.join(", "),
+                k.remembered,
+                spaced(&k.default)
+            )
+        })
+        .collect();
+    let mut annotations: Vec<&str> = kinds.iter().map(|k| k.remembered.as_str()).collect();
+    annotations.dedup();
+    annotations.extend(markers.annotations.iter().map(String::as_str));
+    let nulls: Vec<String> = annotations
+        .iter()
+        .map(|m| format!("\"{m}\": null"))
+        .collect();
+    let nulls = nulls.join(&format!(",\n{}", " ".repeat(32)));
+    format!(
+        "restore='
+  {{
+{}
+  }} as $kinds
+  | .items[]
+  | $kinds[\"\\(.apiVersion | split(\"/\") | .[0])/\\(.kind)\"] as $k
+  | ((.metadata.annotations[$k.remembered] // \"null\") | try fromjson catch null) as $remembered
+  | ({{metadata: {{labels: {{\"{held}\": null}},
+                 annotations: {{{nulls}}}}}}}
+     | setpath($k.control; if $remembered == null then $k.default else $remembered end)) as $patch
+  | @sh \"kubectl patch \\($k.resource) \\(.metadata.name) -n \\(.metadata.namespace) --type merge -p \\($patch | tojson)\"'
+",
+        entries.join(",\n"),
+        held = markers.held_label,
+    )
+}
+
+fn uninstall(text: &str, kinds: &[HeldKind], markers: &Markers) -> Result<String, String> {
+    let mut text = text.to_string();
+    for (name, block) in uninstall_blocks(kinds, markers) {
+        text = replace_block(&text, "docs/uninstall.md", name, &block)?;
+    }
+    Ok(text)
+}
+
+/// `text` with the block between `<!-- NAME:begin -->` and `<!-- NAME:end -->` replaced.
+fn replace_block(text: &str, file: &str, name: &str, block: &str) -> Result<String, String> {
+    let begin = format!("<!-- {name}:begin -->\n");
+    let end = format!("<!-- {name}:end -->");
+    let start = text
+        .find(&begin)
+        .ok_or_else(|| format!("{file}: no {} marker", begin.trim_end()))?
+        + begin.len();
+    let stop = text[start..]
+        .find(&end)
+        .ok_or_else(|| format!("{file}: no {end} marker after {}", begin.trim_end()))?
+        + start;
+    Ok(format!("{}{block}{}", &text[..start], &text[stop..]))
+}
+
+/// A JSON value as the docs write it: `{"type": "OnDelete"}`.
+pub fn spaced(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let members: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", Value::from(k.as_str()), spaced(v)))
+                .collect();
+            format!("{{{}}}", members.join(", "))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(spaced).collect();
+            format!("[{}]", items.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// What the README's table of kinds says a kind is held with: `paused: true`.
+pub fn held_with(k: &HeldKind) -> String {
+    let field = k.control.last().map(String::as_str).unwrap_or_default();
+    format!("`{field}: {}`", spaced(&k.held))
+}
+
+/// Where the README's table of kinds (the one headed `| kind | held with |`) disagrees with
+/// the kinds table: a row per kind, in the table's order, each held as the kind holds it.
+pub fn kind_table_problems(readme: &str, kinds: &[HeldKind]) -> Vec<String> {
+    let mut lines = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("| kind | held with |"));
+    if lines.next().is_none() {
+        return vec!["README.md: no table of kinds (`| kind | held with | …`)".into()];
+    }
+    let rows: Vec<Vec<String>> = lines
+        .skip(1)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect();
+    let mut out = Vec::new();
+    let found: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    if found != names(kinds) {
+        out.push(format!(
+            "README.md: the table of kinds has rows {found:?}, the kinds table {:?}: a row per kind, in its order",
+            names(kinds)
+        ));
+    }
+    for k in kinds {
+        let want = held_with(k);
+        if let Some(row) = rows.iter().find(|r| r[0] == k.kind) {
+            if row.get(1) != Some(&want) {
+                out.push(format!(
+                    "README.md: the table of kinds says {} is held with {}, the kind holds it with {want}",
+                    k.kind,
+                    row.get(1).map_or("nothing", String::as_str)
+                ));
+            }
+        }
+    }
+    out
+}
