@@ -162,7 +162,8 @@ demo: policy.wasm
 
 # Every list of kinds users read, written from the kinds table (restage_gate::workload::KINDS):
 # the webhook rules of metadata.yml and the install manifests, artifacthub-pkg.yml,
-# window-release.yaml, the lists in README.md and docs/install.md, and the uninstall commands.
+# window-release.yaml (and window-release-GROUP.yaml for a group of custom resources), the lists
+# and commands in README.md and docs/install.md, and the uninstall commands.
 # `make test` fails while one is stale (tools/release/tests/kinds.rs).
 .PHONY: kinds
 kinds:
@@ -245,9 +246,10 @@ fuzz-smoke:
 fuzz:
 	$(MAKE) fuzz-smoke FUZZ_SECONDS=600 FUZZ_FLAGS=
 
-# window-release.yaml against the Kubernetes API schemas, strictly (an unknown field fails), with
-# kubernetes-validate from PyPI in a virtualenv under the cargo target dir: at the oldest version
-# it supports (its ValidatingAdmissionPolicy is GA from 1.30) and the newest the package knows.
+# window-release.yaml, and window-release-GROUP.yaml of each group of custom resources, against
+# the Kubernetes API schemas, strictly (an unknown field fails), with kubernetes-validate from
+# PyPI in a virtualenv under the cargo target dir: at the oldest version it supports (its
+# ValidatingAdmissionPolicy is GA from 1.30) and the newest the package knows.
 # A document whose kind or apiVersion has no schema there fails too (the tool only warns).
 KUBERNETES_VALIDATE := 1.37.0
 MANIFEST_VENV       := $(TARGET_DIR)/kubernetes-validate-$(KUBERNETES_VALIDATE)
@@ -261,11 +263,11 @@ check-manifests:
 	  python3 -m venv $(MANIFEST_VENV) >/dev/null || { rm -rf $(MANIFEST_VENV); echo "check-manifests: python3 cannot make a virtualenv (apt-get install python3-venv)"; exit 1; }; \
 	  $(MANIFEST_VENV)/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==$(KUBERNETES_VALIDATE) || { rm -rf $(MANIFEST_VENV); exit 1; }; \
 	fi
-	@for k in $(MANIFEST_VERSIONS); do \
-	  echo "== window-release.yaml against the Kubernetes $$k schemas (strict)"; \
-	  out=$$($(MANIFEST_VENV)/bin/kubernetes-validate --strict --quiet -k $$k window-release.yaml 2>&1) || { echo "$$out"; exit 1; }; \
-	  [ -z "$$out" ] || { echo "$$out"; echo "window-release.yaml: not every document was checked against Kubernetes $$k"; exit 1; }; \
-	done
+	@for k in $(MANIFEST_VERSIONS); do for f in window-release*.yaml; do \
+	  echo "== $$f against the Kubernetes $$k schemas (strict)"; \
+	  out=$$($(MANIFEST_VENV)/bin/kubernetes-validate --strict --quiet -k $$k $$f 2>&1) || { echo "$$out"; exit 1; }; \
+	  [ -z "$$out" ] || { echo "$$out"; echo "$$f: not every document was checked against Kubernetes $$k"; exit 1; }; \
+	done; done
 
 test: fmt-check lint policy.wasm floor size-check check-manifests
 	@command -v docker-registry >/dev/null || echo "registry round trip: SKIPPED, docker-registry is not installed (apt-get install docker-registry)"

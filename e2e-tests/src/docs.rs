@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use restage_gate_release::repository;
 use serde_json::{json, Value};
 
+use restage_gate::workload::Workload;
+
 use crate::cluster::{Cluster, Kind, Policy};
 
 /// The top of the repository, where the documented commands run.
@@ -174,9 +176,10 @@ pub fn names(entry: &str, command: &str) -> bool {
 
 const STAND_IN_KUBECTL: &str = r#"#!/bin/sh
 # Stands in for kubectl: records the call (arguments separated by \037, calls by \036), answers
-# `get` with the simulated workloads, `api-resources --api-group=G -o name` with the resources
-# of G the simulated workloads are of, and `wait` for a ClusterAdmissionPolicy once it is
-# installed.
+# `get RESOURCES` with the held workloads of those resources (from $KUBECTL_GET/RESOURCE.json
+# and .txt; a resource the cluster does not serve fails as kubectl does), `api-resources
+# --api-group=G -o name` with the resources of G the cluster serves, and `wait` for a
+# ClusterAdmissionPolicy once it is installed.
 printf '%s\037' "$@" >> "$KUBECTL_CALLS"
 printf '\036' >> "$KUBECTL_CALLS"
 case "$1" in
@@ -187,9 +190,41 @@ case "$1" in
       esac
     done ;;
   get)
+    shift
+    resources=
+    for arg in "$@"; do
+      case "$arg" in
+        -*) ;;
+        *) resources=$arg; break ;;
+      esac
+    done
+    for r in $(echo "$resources" | tr ',' ' '); do
+      if [ ! -e "$KUBECTL_GET/$r.json" ]; then
+        echo "error: the server doesn't have a resource type \"$r\"" >&2
+        exit 1
+      fi
+    done
     case " $* " in
-      *" -o json "*) cat "$KUBECTL_LIST" ;;
-      *) cat "$KUBECTL_TABLE" ;;
+      *" -o json "*)
+        printf '{"apiVersion": "v1", "kind": "List", "items": ['
+        sep=
+        for r in $(echo "$resources" | tr ',' ' '); do
+          if [ -s "$KUBECTL_GET/$r.json" ]; then
+            printf '%s' "$sep"
+            cat "$KUBECTL_GET/$r.json"
+            sep=,
+          fi
+        done
+        printf ']}\n' ;;
+      *)
+        found=
+        for r in $(echo "$resources" | tr ',' ' '); do
+          if [ -s "$KUBECTL_GET/$r.txt" ]; then
+            cat "$KUBECTL_GET/$r.txt"
+            found=1
+          fi
+        done
+        [ -n "$found" ] || echo "No resources found" ;;
     esac ;;
   wait)
     for arg in "$@"; do
@@ -249,33 +284,35 @@ impl Shell {
         site: &Site,
         env: &[(&str, &str)],
     ) -> (Output, Vec<Vec<String>>) {
-        let held: Vec<Value> = site.held().into_iter().cloned().collect();
-        let table = if held.is_empty() {
-            "No resources found\n".to_string()
-        } else {
-            held.iter()
-                .map(|o| format!("{} {}\n", o["kind"], o["metadata"]["name"]))
-                .collect()
-        };
-        let list = json!({"apiVersion": "v1", "kind": "List", "items": held});
-        std::fs::write(self.file("list.json"), list.to_string()).expect("list");
-        std::fs::write(self.file("table.txt"), table).expect("table");
-        let served: BTreeSet<String> = site
-            .workloads
+        // per name kubectl takes for a served resource (`deployments`, `deployment`,
+        // `deployments.apps`): its held objects, as JSON list items and as table rows
+        let get = self.file("get");
+        let _ = std::fs::remove_dir_all(&get);
+        std::fs::create_dir_all(&get).expect("get/");
+        let mut answers: BTreeMap<String, (Vec<String>, String)> = BTreeMap::new();
+        for w in site.served() {
+            for name in resource_names(w) {
+                answers.entry(name).or_default();
+            }
+        }
+        for o in site.held() {
+            let Some(w) = workload_of(o) else { continue };
+            for name in resource_names(w) {
+                let (items, rows) = answers.entry(name).or_default();
+                items.push(o.to_string());
+                rows.push_str(&format!("{} {}\n", o["kind"], o["metadata"]["name"]));
+            }
+        }
+        for (name, (items, rows)) in &answers {
+            std::fs::write(get.join(format!("{name}.json")), items.join(",")).expect("items");
+            std::fs::write(get.join(format!("{name}.txt")), rows).expect("rows");
+        }
+        let served: String = site
+            .served()
             .iter()
-            .filter_map(|c| c.object.as_ref())
-            .filter_map(|o| {
-                let api = o["apiVersion"].as_str()?;
-                let group = api.rsplit_once('/').map_or("", |(g, _)| g);
-                let w = restage_gate::workload::of(group, o["kind"].as_str()?)?;
-                Some(format!("{group} {}\n", w.declared().resource))
-            })
+            .map(|w| format!("{} {}\n", w.declared().group, w.declared().resource))
             .collect();
-        std::fs::write(
-            self.file("api-resources.txt"),
-            served.into_iter().collect::<String>(),
-        )
-        .expect("api-resources");
+        std::fs::write(self.file("api-resources.txt"), served).expect("api-resources");
         let installed: String = site.installed().iter().map(|n| format!("{n}\n")).collect();
         std::fs::write(self.file("policies.txt"), installed).expect("policies");
         std::fs::write(self.file("calls"), "").expect("calls");
@@ -289,8 +326,7 @@ impl Shell {
             .current_dir(root())
             .env("PATH", path)
             .env("KUBECTL_CALLS", self.file("calls"))
-            .env("KUBECTL_LIST", self.file("list.json"))
-            .env("KUBECTL_TABLE", self.file("table.txt"))
+            .env("KUBECTL_GET", &get)
             .env("KUBECTL_API_RESOURCES", self.file("api-resources.txt"))
             .env("KUBECTL_POLICIES", self.file("policies.txt"));
         // A make around this suite (`make test`) hands its jobserver down; the documented
@@ -386,10 +422,30 @@ impl Call {
     }
 }
 
-/// Whether a kubectl resource name (`statefulset`, `statefulsets`) is `kind`'s.
+/// The names kubectl takes for a kind's resource: `deployments`, `deployment`,
+/// `deployments.apps` (for the core group, without the dot).
+fn resource_names(w: &dyn Workload) -> Vec<String> {
+    let k = w.declared();
+    let mut names = vec![k.resource.to_string(), k.kind.to_lowercase()];
+    if !k.group.is_empty() {
+        names.push(format!("{}.{}", k.resource, k.group));
+    }
+    names
+}
+
+/// The kind of a stored object, when the policy holds it.
+fn workload_of(object: &Value) -> Option<&'static dyn Workload> {
+    let api = object["apiVersion"].as_str()?;
+    let group = api.rsplit_once('/').map_or("", |(g, _)| g);
+    restage_gate::workload::of(group, object["kind"].as_str()?)
+}
+
+/// Whether a kubectl resource name (`statefulset`, `statefulsets`, `statefulsets.apps`) is
+/// `kind`'s.
 pub fn is_kind(resource: &str, kind: Kind) -> bool {
-    let kind = kind.name().to_lowercase();
-    resource == kind || resource == format!("{kind}s")
+    resource_names(kind.workload())
+        .iter()
+        .any(|n| n == resource)
 }
 
 /// The workloads of a cluster, the policies installed in it, its namespaces' labels and the
@@ -481,6 +537,19 @@ impl Site {
     /// The names of the ClusterAdmissionPolicies installed.
     pub fn installed(&self) -> &[String] {
         &self.installed
+    }
+
+    /// The held kinds the cluster serves: every kind of an API group it has a workload of (a
+    /// group of custom resources is served only where its CRD is installed).
+    pub fn served(&self) -> Vec<&'static dyn Workload> {
+        let groups: BTreeSet<&str> = self
+            .workloads
+            .iter()
+            .map(|c| c.kind.workload().declared().group)
+            .collect();
+        restage_gate::workload::kinds()
+            .filter(|w| groups.contains(w.declared().group))
+            .collect()
     }
 
     pub fn held(&self) -> Vec<&Value> {
@@ -604,7 +673,12 @@ impl Site {
                 let patch: Value =
                     serde_json::from_str(c.flag("-p").expect("a patch")).expect("JSON patch");
                 let namespace = c.flag("-n").expect("a namespace").to_string();
-                let w = self.workload(&c.args[0], &c.args[1], &namespace);
+                // `KIND/NAME` or `KIND NAME`, as kubectl takes either
+                let (resource, name) = match c.args[0].split_once('/') {
+                    Some((resource, name)) => (resource.to_string(), name.to_string()),
+                    None => (c.args[0].clone(), c.args[1].clone()),
+                };
+                let w = self.workload(&resource, &name, &namespace);
                 assert!(w.merge_patch(&patch), "{call:?}");
             }
             _ => panic!(
@@ -624,6 +698,15 @@ impl Site {
             return found;
         }
         assert!(c.all_namespaces, "all namespaces: {c:?}");
+        let served = self.served();
+        for r in resources.split(',') {
+            assert!(
+                served
+                    .iter()
+                    .any(|w| resource_names(*w).iter().any(|n| n == r)),
+                "the server doesn't have a resource type {r:?}: kubectl would fail on {c:?}"
+            );
+        }
         let selector = c.flag("-l").expect("a label selector");
         let (key, value) = selector.split_once('=').expect("key=value selector");
         (0..self.workloads.len())
@@ -809,6 +892,99 @@ mod tests {
     #[should_panic(expected = "kubectl would fail")]
     fn deleting_what_is_not_there_fails_without_ignore_not_found() {
         Site::new(vec![]).perform(&call("delete -f window-release.yaml"));
+    }
+
+    /// A cluster with one workload of each kind, each held.
+    fn held_site() -> Site {
+        let kinds = crate::cluster::every_kind();
+        let mut site = Site::new(
+            kinds
+                .iter()
+                .map(|&k| {
+                    Cluster::with_policies(
+                        crate::host::policy_under_test(),
+                        k,
+                        crate::cluster::Order::PolicyFirst,
+                        vec![],
+                        1,
+                    )
+                })
+                .collect(),
+        );
+        site.perform(&call("apply -f policy.yaml"));
+        for c in &mut site.workloads {
+            assert!(c.bind(&restage_gate_testkit::korifi::orders_db()));
+            assert!(c.is_held(), "{}", c.kind.name());
+        }
+        site
+    }
+
+    #[test]
+    fn get_lists_the_held_workloads_of_the_resources_it_names_only() {
+        let site = held_site();
+        let shell = Shell::new();
+        for c in &site.workloads {
+            let resource = c.kind.workload().declared().resource;
+            let (out, _) = shell.run(
+                &format!("kubectl get {resource} -A -l restage-gate.io/held=true -o json"),
+                &site,
+                &[],
+            );
+            assert!(out.status.success(), "{out:?}");
+            let list: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            let kinds: Vec<&Value> = list["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .map(|o| &o["kind"])
+                .collect();
+            assert_eq!(kinds, [&json!(c.kind.name())], "{resource}");
+            let (out, _) = shell.run(&format!("kubectl get {resource} -A"), &site, &[]);
+            assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+        }
+    }
+
+    #[test]
+    fn a_merge_patch_names_its_object_as_kind_slash_name_or_kind_and_name() {
+        let mut site = held_site();
+        for (i, form) in ["{kind}/{name}", "{kind} {name}"].iter().enumerate() {
+            for w in 0..site.workloads.len() {
+                let object = site.workloads[w].object.clone().expect("stored");
+                let target = form
+                    .replace("{kind}", &site.workloads[w].kind.name().to_lowercase())
+                    .replace("{name}", object["metadata"]["name"].as_str().expect("name"));
+                let namespace = object["metadata"]["namespace"].as_str().expect("namespace");
+                let mut c = call(&format!("patch {target} -n {namespace} --type merge -p"));
+                c.push(format!(
+                    r#"{{"metadata":{{"labels":{{"patched":"{i}"}}}}}}"#
+                ));
+                site.perform(&c);
+                let stored = site.workloads[w].object.clone().expect("stored");
+                assert_eq!(
+                    stored["metadata"]["labels"]["patched"],
+                    json!(i.to_string()),
+                    "{target}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn get_of_a_resource_the_cluster_does_not_serve_fails_as_kubectl_does() {
+        let site = held_site();
+        // a kind the policy does not hold, so no workload of the site serves it
+        let (out, _) = Shell::new().run("kubectl get cronjobs -A -o json", &site, &[]);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr)
+            .contains("the server doesn't have a resource type \"cronjobs\""));
+    }
+
+    #[test]
+    #[should_panic(expected = "kubectl would fail")]
+    fn annotating_a_resource_the_cluster_does_not_serve_fails() {
+        held_site().perform(&call(
+            "annotate cronjobs -A -l restage-gate.io/held=true restage-gate.io/release=now",
+        ));
     }
 
     #[test]

@@ -31,13 +31,11 @@ const RUN: &[(&str, &str, &str)] = &[
     ("README.md", "kubectl apply -f monitor.yaml", "measuring_first_reports_each_bind_and_changes_nothing"),
     ("README.md", "kubectl wait --for=jsonpath='{.status.policyStatus}'=active clusteradmissionpolicy/restage-gate-monitor --timeout=5m", "measuring_first_reports_each_bind_and_changes_nothing"),
     ("README.md", "kubectl delete clusteradmissionpolicy restage-gate-monitor", "measuring_first_reports_each_bind_and_changes_nothing"),
-    ("README.md", "kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true -o custom-columns= …", "held_workloads_are_found_and_their_changes_applied_now"),
+    ("README.md", "if [ -n \"$(kubectl api-resources --api-group=apps -o name)\" ]; then kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true -o custom-columns= …", "held_workloads_are_found_and_their_changes_applied_now"),
     ("README.md", "kubectl annotate statefulset/NAME -n NAMESPACE restage-gate.io/release=now --overwrite", "held_workloads_are_found_and_their_changes_applied_now"),
-    ("README.md", "kubectl rollout restart statefulset/NAME -n NAMESPACE", "held_workloads_are_found_and_their_changes_applied_now"),
-    ("README.md", "kubectl rollout resume deployment/NAME -n NAMESPACE", "held_workloads_are_found_and_their_changes_applied_now"),
     ("docs/contributing.md", "cargo run -q -p restage-gate-e2e --bin restage-gate-run -- \\ …", "the_contributors_run_command_answers_a_bind_with_a_hold"),
     ("docs/install.md", "kubectl label namespace NAMESPACE restage-gate.io/enabled=true", "the_documented_selectors_choose_korifis_apps_or_labelled_namespaces"),
-    ("docs/install.md", "kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true", "an_upgrade_keeps_every_hold"),
+    ("docs/install.md", "if [ -n \"$(kubectl api-resources --api-group=apps -o name)\" ]; then kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true; fi …", "an_upgrade_keeps_every_hold"),
     ("docs/install.md", "kubectl apply -f policy.yaml -f guard.yaml", "an_upgrade_keeps_every_hold"),
     ("docs/install.md", "kubectl wait --for=jsonpath='{.status.policyStatus}'=active clusteradmissionpolicy/restage-gate clusteradmissionpolicy/restage-gate-guard --timeout=5m", "an_upgrade_keeps_every_hold"),
     ("README.md", "make check-settings POLICY=policy.yaml", "check_settings_passes_the_shipped_manifests_and_names_a_bad_setting"),
@@ -51,7 +49,7 @@ const RUN_ELSEWHERE: &[(&str, &str, &str)] = &[
     ("docs/install.md", "make pull REGISTRY=registry.example.internal/policies", "kwctl_stand_in.rs: make_push_and_pull_with_kwctl_reach_a_plain_http_loopback_registry"),
     ("docs/install.md", "make push REGISTRY=registry.lab.internal:5000/policies KWCTL_SOURCES=sources.yaml", "kwctl_stand_in.rs: make_gives_kwctl_plain_http_for_the_registries_the_release_tool_reaches_over_plain_http"),
     ("docs/install.md", "kubectl apply -f window-release.yaml", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
-    ("docs/uninstall.md", "kubectl delete -f window-release.yaml --ignore-not-found", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
+    ("docs/uninstall.md", "kubectl delete -f window-release.yaml …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
     ("docs/uninstall.md", "if [ -n \"$(kubectl api-resources --api-group=apps -o name)\" ]; then kubectl annotate …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
     ("docs/uninstall.md", "kubectl delete clusteradmissionpolicy restage-gate", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
     ("docs/uninstall.md", "restore=' …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
@@ -86,12 +84,37 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     ("docs/releasing.md", "CARGO_TARGET_DIR=/tmp/fresh-target /usr/bin/time -v make push REGISTRY=127.0.0.1:5000/test", "a measurement from a fresh clone; make push to a local registry runs in kwctl_stand_in.rs"),
 ];
 
-/// The entries of the three lists that name a doc's command, as "LIST: entry".
+/// The test that runs each kind's own apply-now command, which `make kinds` writes into the
+/// README from the kind.
+const APPLY_NOW_TEST: &str = "held_workloads_are_found_and_their_changes_applied_now";
+
+/// Documented commands written per kind: each kind's apply-now command as its test-kit
+/// descriptor gives it, for any workload (`NAME`, `NAMESPACE`): (doc, command, test).
+fn per_kind() -> Vec<(&'static str, String, &'static str)> {
+    every_kind()
+        .iter()
+        .map(|k| {
+            (
+                "README.md",
+                k.apply_now("NAMESPACE", "NAME"),
+                APPLY_NOW_TEST,
+            )
+        })
+        .collect()
+}
+
+/// The entries of the lists that name a doc's command, as "LIST: entry".
 fn entries_for(file: &str, command: &str) -> Vec<String> {
+    let per_kind = per_kind();
+    let per_kind: Vec<(&str, &str, &str)> = per_kind
+        .iter()
+        .map(|(f, c, t)| (*f, c.as_str(), *t))
+        .collect();
     [
         ("RUN", RUN),
         ("RUN_ELSEWHERE", RUN_ELSEWHERE),
         ("NOT_RUN", NOT_RUN),
+        ("PER_KIND", &per_kind[..]),
     ]
     .iter()
     .flat_map(|(list, rows)| rows.iter().map(move |r| (*list, r)))
@@ -114,10 +137,16 @@ fn every_documented_command_is_run_or_listed_with_why_not() {
             more => problems.push(format!("{}: `{}` is named by {} entries: {more:?}", c.file, c.text, more.len())),
         }
     }
+    let per_kind = per_kind();
+    let per_kind: Vec<(&str, &str, &str)> = per_kind
+        .iter()
+        .map(|(f, c, t)| (*f, c.as_str(), *t))
+        .collect();
     for (list, rows) in [
         ("RUN", RUN),
         ("RUN_ELSEWHERE", RUN_ELSEWHERE),
         ("NOT_RUN", NOT_RUN),
+        ("PER_KIND", &per_kind[..]),
     ] {
         for (file, entry, _) in rows {
             let matching = commands
@@ -421,13 +450,20 @@ fn held_workloads_are_found_and_their_changes_applied_now() {
     let (_, calls) = docs.run(
         &mut site,
         "README.md",
-        "kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true -o custom-columns= …",
+        "if [ -n \"$(kubectl api-resources --api-group=apps -o name)\" ]; then kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true -o custom-columns= …",
     );
-    let table = site.custom_columns(&calls[0]);
-    let mut rows = table.lines();
-    assert_eq!(rows.next(), Some("KIND NAMESPACE NAME SINCE PENDING"));
-    let rows: Vec<&str> = rows.collect();
-    assert_eq!(rows.len(), site.workloads.len(), "{table}");
+    // a table per API group, each with its header
+    let mut rows = Vec::new();
+    for call in calls.iter().filter(|c| c[0] == "get") {
+        let table = site.custom_columns(call);
+        let mut lines = table.lines().map(str::to_string);
+        assert_eq!(
+            lines.next().as_deref(),
+            Some("KIND NAMESPACE NAME SINCE PENDING")
+        );
+        rows.extend(lines);
+    }
+    assert_eq!(rows.len(), site.workloads.len(), "{rows:#?}");
     for c in &site.workloads {
         let o = c.object.clone().expect("stored");
         let row = [
@@ -439,51 +475,32 @@ fn held_workloads_are_found_and_their_changes_applied_now() {
         ]
         .map(|v| v.expect("a value").to_string())
         .join(" ");
-        assert!(rows.contains(&row.as_str()), "{row} in\n{table}");
+        assert!(rows.contains(&row), "{row} in\n{rows:#?}");
     }
 
-    // `kubectl annotate statefulset/NAME …   # or daemonset/, deployment/`
+    // `kubectl annotate statefulset/NAME …   # or daemonset/, deployment/`: every kind
     let annotate = docs.command(
         "README.md",
         "kubectl annotate statefulset/NAME -n NAMESPACE restage-gate.io/release=now --overwrite",
     );
+    let first = format!("{}/", every_kind()[0].name().to_lowercase());
     for kind in every_kind().iter().map(|k| k.name().to_lowercase()) {
-        docs.run_text(
-            &mut site,
-            &annotate.replace("statefulset/", &format!("{kind}/")),
-        );
+        docs.run_text(&mut site, &annotate.replace(&first, &format!("{kind}/")));
     }
     for c in &site.workloads {
         released_in_one_rollout(c);
     }
 
-    // `kubectl rollout restart statefulset/NAME …   # or daemonset/NAME`, and a Deployment resumed
+    // each kind's own command, as the README writes it
     hold_all(&mut site);
-    let restart = docs.command(
-        "README.md",
-        "kubectl rollout restart statefulset/NAME -n NAMESPACE",
-    );
-    // every kind kubectl restarts while held; the others (a paused Deployment) are resumed
-    let restartable: Vec<String> = site
-        .workloads
-        .iter()
-        .filter(|c| {
-            !c.kind
-                .restart_refused(&c.object.clone().unwrap_or_default())
-        })
-        .map(|c| c.kind.name().to_lowercase())
-        .collect();
-    for kind in restartable {
-        docs.run_text(
-            &mut site,
-            &restart.replace("statefulset/", &format!("{kind}/")),
-        );
+    let readme = commands_of("README.md");
+    for (_, command, _) in per_kind() {
+        let written = readme
+            .iter()
+            .find(|c| c.text == command)
+            .unwrap_or_else(|| panic!("README.md has no `{command}`"));
+        docs.run_text(&mut site, &written.text);
     }
-    docs.run(
-        &mut site,
-        "README.md",
-        "kubectl rollout resume deployment/NAME -n NAMESPACE",
-    );
     for c in &site.workloads {
         released_in_one_rollout(c);
     }
@@ -515,7 +532,7 @@ fn an_upgrade_keeps_every_hold() {
     let (listed, _) = docs.run(
         &mut site,
         "docs/install.md",
-        "kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true",
+        "if [ -n \"$(kubectl api-resources --api-group=apps -o name)\" ]; then kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true; fi …",
     );
     assert_eq!(listed.lines().count(), site.workloads.len(), "{listed}");
     docs.run(

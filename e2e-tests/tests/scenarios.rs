@@ -291,7 +291,7 @@ fn released_by(mut c: Cluster, restage: &dyn Fn(&mut Cluster) -> bool) -> Row {
 struct Scenario {
     /// The kinds it runs on.
     kinds: fn(Kind) -> bool,
-    /// `{scale}` and `{deploy}` stand for how the kind's platform does them.
+    /// `{scale}`, `{deploy}` and `{resume}` stand for how the kind's platform does them.
     name: &'static str,
     run: fn(Kind, Order) -> Row,
 }
@@ -299,10 +299,7 @@ struct Scenario {
 impl Scenario {
     fn title(&self, kind: Kind) -> String {
         let scale = kind.scale_to_four();
-        let deploy = match kind.owner() {
-            Owner::Korifi => "cf push --strategy rolling",
-            Owner::Kubectl => "kubectl set image",
-        };
+        let deploy = kind.deploy_command();
         let held = if kind.holds_unbinds() {
             "a bind and an unbind"
         } else {
@@ -311,6 +308,7 @@ impl Scenario {
         self.name
             .replace("{scale}", scale)
             .replace("{deploy}", deploy)
+            .replace("{resume}", kind.resume_command())
             .replace("{held}", held)
     }
 }
@@ -354,8 +352,7 @@ fn restarts_while_held(kind: Kind) -> bool {
     !kind.restart_refused(&held(kind.fixture(), "+orders-db", "2026-12-01T09:00:00Z"))
 }
 
-/// The kinds `kubectl rollout restart` refuses while held, which `kubectl rollout resume`
-/// releases.
+/// The kinds `kubectl rollout restart` refuses while held, which the owner's resume releases.
 fn resumes_while_held(kind: Kind) -> bool {
     !restarts_while_held(kind) && resumable(kind)
 }
@@ -522,8 +519,7 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             kinds: resumes_while_held,
-            name:
-                "bind, then kubectl rollout resume (kubectl refuses rollout restart while paused)",
+            name: "bind, then {resume} (kubectl rollout restart is refused while held)",
             run: |k, o| {
                 let mut c = bound_app(k, o, &[orders_db()]);
                 assert!(!c.rollout_restart(), "kubectl refuses it while held");
@@ -664,7 +660,7 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             kinds: resumable,
-            name: "paused by its owner: a bind arrives with kubectl rollout resume (the owner's: rolls now)",
+            name: "paused by its owner: a bind arrives with {resume} (the owner's: rolls now)",
             run: |k, o| {
                 let mut c = app(k, o);
                 let paused = k.stopped_by_owner(c.object.clone().unwrap_or_default());
@@ -823,7 +819,7 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             kinds: resumes_while_held,
-            name: "defer + guard: bind, then kubectl rollout resume",
+            name: "defer + guard: bind, then {resume}",
             run: |k, o| {
                 let mut c = guarded(k, o);
                 assert!(c.bind(&orders_db()));
@@ -1070,6 +1066,38 @@ fn catches_a_pod_from_a_deleted_secret(kind: Kind) {
             orders_db().secret
         )]
     );
+}
+
+/// An object a kind declines to hold (a blue-green or workloadRef Rollout) is left to its own
+/// controller: its owner's edit that makes it one, a bind and a scale store, roll and warn
+/// exactly as with no policy, in either webhook order, and nothing is held.
+#[test]
+fn objects_a_kind_declines_are_accepted_unchanged_as_with_no_policy() {
+    for kind in every_kind() {
+        for declined in kind.declined() {
+            let run = |policies: Vec<Policy>, order: Order| {
+                let mut c = app_under(kind, order, policies);
+                let object = (declined.edit)(c.object.clone().unwrap_or_default());
+                assert!(c.update("kubectl apply", object), "{}", declined.title);
+                c.bind(&orders_db());
+                assert!(c.scale(INSTANCES + 1));
+                c
+            };
+            let without = run(vec![], Order::PolicyFirst);
+            for order in [Order::PolicyFirst, Order::ProjectorFirst] {
+                for policies in [vec![defer()], vec![defer(), guard()]] {
+                    let c = run(policies, order);
+                    let title = declined.title;
+                    assert!(!c.is_held(), "{title}: not held");
+                    assert_eq!(c.object, without.object, "{title}: stored as written");
+                    assert_eq!(c.pods, without.pods, "{title}: pods");
+                    assert_eq!(c.restarts, without.restarts, "{title}: restarts");
+                    assert!(c.warnings.is_empty(), "{title}: {:?}", c.warnings);
+                    assert!(c.refused.is_empty(), "{title}: {:?}", c.refused);
+                }
+            }
+        }
+    }
 }
 
 /// The setups the README offers, as their manifests ship: the defer policy mutates, the guard

@@ -66,18 +66,28 @@ impl Group<'_> {
         self.kinds.iter().map(|k| k.resource.as_str()).collect()
     }
 
-    /// Whether every API server serves the group: a built-in group (`apps`, `batch`) has no
-    /// dot in its name, and a custom resource's group must have one, so a group without a dot
-    /// is never missing the way a CRD that is not installed is.
+    /// Whether every API server serves the group ([`served_everywhere`]).
     pub fn served_everywhere(&self) -> bool {
-        !self.group.contains('.')
+        served_everywhere(self.group)
     }
 
     /// The manifest of the window job for a group that not every cluster serves:
     /// `window-release-argoproj.io.yaml`, applied only where the group is served.
     pub fn window_release_file(&self) -> Option<String> {
-        (!self.served_everywhere()).then(|| format!("window-release-{}.yaml", self.group))
+        window_release_file(self.group)
     }
+}
+
+/// Whether every API server serves `group`: a built-in group (`apps`, `batch`) has no dot in
+/// its name, and a custom resource's group must have one, so a group without a dot is never
+/// missing the way one whose CRD is not installed is.
+pub fn served_everywhere(group: &str) -> bool {
+    !group.contains('.')
+}
+
+/// The manifest of the window job for `group` when not every cluster serves it.
+pub fn window_release_file(group: &str) -> Option<String> {
+    (!served_everywhere(group)).then(|| format!("window-release-{group}.yaml"))
 }
 
 /// The kinds by API group, groups in the order the table first names them.
@@ -497,10 +507,21 @@ fn spec_field(k: &HeldKind) -> Result<&str, String> {
 
 fn window_release(text: &str, kinds: &[HeldKind]) -> Result<String, String> {
     let file = "window-release.yaml";
-    let resources: Vec<&str> = kinds.iter().map(|k| k.resource.as_str()).collect();
+    let groups = groups(kinds);
+    let everywhere: Vec<&str> = groups
+        .iter()
+        .filter(|g| g.served_everywhere())
+        .flat_map(|g| g.resources())
+        .collect();
+    if everywhere.is_empty() {
+        return Err(format!(
+            "{file}: no kind of a built-in API group for its CronJob to annotate"
+        ));
+    }
     let text = replace_after(text, file, "- annotate", Some(1), |i| {
-        format!("{}- {}\n", " ".repeat(i), resources.join(","))
+        format!("{}- {}\n", " ".repeat(i), everywhere.join(","))
     })?;
+    let text = replace_comment_list(&text, file, WINDOW_KINDS_ANCHOR, &window_kinds(&groups))?;
     let text = replace_lists(&text, file, "rules:", |i| rbac_rules(kinds, i))?;
     let text = replace_lists(&text, file, "resourceRules:", |i| webhook_rules(kinds, i))?;
     let mut fields = Vec::new();
@@ -535,6 +556,108 @@ fn window_release(text: &str, kinds: &[HeldKind]) -> Result<String, String> {
     expression(&text, "heldControl", &|i| {
         cel_map(kinds, i, |k| format!("dyn({})", cel(&k.held)))
     })
+}
+
+/// The header line of `window-release.yaml` after which the kinds its jobs annotate are
+/// listed, a comment line per API group.
+const WINDOW_KINDS_ANCHOR: &str =
+    "# restage-gate.io/release=window on every held workload of these kinds:";
+
+/// The comment lines of `window-release.yaml` that say which job annotates which kinds.
+fn window_kinds(groups: &[Group]) -> Vec<String> {
+    groups
+        .iter()
+        .map(|g| {
+            let kinds = g.kinds.iter().map(|k| (*k).clone()).collect::<Vec<_>>();
+            let kinds = list("kinds-and", &kinds).unwrap_or_default();
+            match g.window_release_file() {
+                None => format!("#   {kinds} ({}): by this CronJob", g.group),
+                Some(file) => format!(
+                    "#   {kinds} ({}): by the CronJob of {file}, applied where the group is served",
+                    g.group
+                ),
+            }
+        })
+        .collect()
+}
+
+/// `text` with the comment lines indented under the line `anchor` (`#   …`) replaced by `lines`.
+fn replace_comment_list(
+    text: &str,
+    file: &str,
+    anchor: &str,
+    lines: &[String],
+) -> Result<String, String> {
+    let all: Vec<&str> = text.split_inclusive('\n').collect();
+    let at = all
+        .iter()
+        .position(|l| l.trim_end() == anchor)
+        .ok_or_else(|| format!("{file}: no header line `{anchor}`"))?;
+    let mut end = at + 1;
+    while end < all.len() && all[end].starts_with("#   ") {
+        end += 1;
+    }
+    let listed: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    Ok(format!(
+        "{}{listed}{}",
+        all[..=at].concat(),
+        all[end..].concat()
+    ))
+}
+
+/// The longest name a CronJob may have (its Jobs' names add a suffix to it).
+const CRONJOB_NAME_MAX: usize = 52;
+
+/// The window job's manifest for a group not every cluster serves: the CronJob of
+/// `window-release.yaml` (as generated, in `main`), named for the group and annotating the
+/// group's resources only. kubectl fails on a resource type the cluster does not serve, and
+/// the kubectl image has no shell to test for it, so the group has its own job, applied only
+/// where its custom resources are installed; the service account, its permissions and the
+/// admission policy stay in `window-release.yaml`, which names every group.
+pub fn window_release_of_group(main: &str, g: &Group) -> Result<String, String> {
+    let own = g
+        .window_release_file()
+        .ok_or_else(|| format!("{}: every cluster serves it", g.group))?;
+    let job = main
+        .split("\n---\n")
+        .find(|d| d.lines().any(|l| l == "kind: CronJob"))
+        .ok_or("window-release.yaml: no CronJob")?;
+    let job: String = job
+        .split_inclusive('\n')
+        .skip_while(|l| l.starts_with('#'))
+        .collect();
+    let main_name = "  name: restage-gate-window-release";
+    let name = format!("restage-gate-window-release-{}", g.group.replace('.', "-"));
+    if name.len() > CRONJOB_NAME_MAX {
+        return Err(format!(
+            "{own}: its CronJob's name {name} is longer than {CRONJOB_NAME_MAX} characters"
+        ));
+    }
+    if job.lines().filter(|l| *l == main_name).count() != 1 {
+        return Err(format!(
+            "window-release.yaml: its CronJob has no one line `{main_name}`"
+        ));
+    }
+    let job = job.replacen(&format!("{main_name}\n"), &format!("  name: {name}\n"), 1);
+    let job = replace_after(&job, &own, "- annotate", Some(1), |i| {
+        format!("{}- {}\n", " ".repeat(i), g.resources().join(","))
+    })?;
+    let kinds = g.kinds.iter().map(|k| (*k).clone()).collect::<Vec<_>>();
+    let kinds = list("kinds-and", &kinds)?;
+    let job = job.trim_end();
+    Ok(format!(
+        "# restage-gate: maintenance windows that act, for {kinds} of the API group {group}.
+# Written by `make kinds` from the CronJob of window-release.yaml, which annotates the kinds
+# of the built-in groups. kubectl fails on a resource type the cluster does not serve, so a
+# group of custom resources has its own job: apply this file after window-release.yaml (its
+# service account, permissions and admission policy cover {group} too), and only where
+# the cluster serves {group}. See docs/install.md (\"Maintenance windows that act\").
+#
+#   kubectl apply -f {own}
+{job}
+",
+        group = g.group
+    ))
 }
 
 /// `artifacthub-pkg.yml` from the generated `metadata.yml`, keeping its `createdAt`.
@@ -657,33 +780,123 @@ fn per_group(g: &Group, command: &str) -> String {
     )
 }
 
+/// `command` on the resources of every group (`RESOURCES` in it), each only where the cluster
+/// serves the group: one command, continued over a line per group, so a step is one command
+/// however many groups there are.
+fn each_group(kinds: &[HeldKind], command: &str) -> String {
+    let lines: Vec<String> = groups(kinds)
+        .iter()
+        .map(|g| per_group(g, command))
+        .collect();
+    lines.join("; \\\n") + "\n"
+}
+
+fn fence(language: &str, body: &str) -> String {
+    format!("```{language}\n{body}```\n")
+}
+
+/// The `-l` selector of held workloads.
+fn held_selector(markers: &Markers) -> String {
+    format!("{}=true", markers.held_label)
+}
+
+/// A JSONPath to an annotation, its dots escaped as kubectl wants them.
+fn annotation_path(annotation: &str) -> String {
+    format!(".metadata.annotations.{}", annotation.replace('.', "\\."))
+}
+
+/// The console block that lists held workloads, with `output` (` -o …`) after the selector.
+pub fn held_list(kinds: &[HeldKind], markers: &Markers, output: &str) -> String {
+    fence(
+        "console",
+        &each_group(
+            kinds,
+            &format!(
+                "kubectl get RESOURCES -A -l {}{output}",
+                held_selector(markers)
+            ),
+        ),
+    )
+}
+
+/// The README's "Find held workloads" command: the held workloads of every kind, one row each.
+fn held_table(kinds: &[HeldKind], markers: &Markers) -> String {
+    let columns = [
+        "KIND:.kind".to_string(),
+        "NAMESPACE:.metadata.namespace".into(),
+        "NAME:.metadata.name".into(),
+        format!("SINCE:{}", annotation_path(&markers.held_since)),
+        format!("PENDING:{}", annotation_path(&markers.pending)),
+    ];
+    held_list(
+        kinds,
+        markers,
+        &format!(" -o custom-columns='{}'", columns.join(",")),
+    )
+}
+
+/// The README's "Apply held changes now" commands: the release annotation, which works for every
+/// kind, then each kind's own command, from the kind.
+pub fn apply_now_block(kinds: &[HeldKind], markers: &Markers) -> String {
+    let singular: Vec<String> = kinds.iter().map(|k| k.kind.to_lowercase()).collect();
+    let others: Vec<String> = singular[1..].iter().map(|k| format!("{k}/")).collect();
+    let annotate = format!(
+        "kubectl annotate {}/NAME -n NAMESPACE {}=now --overwrite",
+        singular[0], markers.release
+    );
+    let mut lines = vec![if others.is_empty() {
+        annotate
+    } else {
+        format!("{annotate}   # or {}", others.join(", "))
+    }];
+    let width = kinds.iter().map(|k| k.apply_now.len()).max().unwrap_or(0);
+    for k in kinds {
+        lines.push(format!("{:width$}   # {}", k.apply_now, k.kind));
+    }
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fence("console", &body)
+}
+
+/// README.md's generated command blocks.
+fn readme_blocks(text: &str, kinds: &[HeldKind], markers: &Markers) -> Result<String, String> {
+    let file = "README.md";
+    let text = replace_block(text, file, "held-workloads", &held_table(kinds, markers))?;
+    replace_block(&text, file, "apply-now", &apply_now_block(kinds, markers))
+}
+
+/// The command that removes the window jobs: `window-release.yaml` and the manifest of each
+/// group not every cluster serves, whichever were applied.
+fn window_release_delete(kinds: &[HeldKind]) -> String {
+    let mut files = vec!["window-release.yaml".to_string()];
+    files.extend(groups(kinds).iter().filter_map(|g| g.window_release_file()));
+    let files: Vec<String> = files.iter().map(|f| format!("-f {f}")).collect();
+    format!("kubectl delete {} --ignore-not-found\n", files.join(" "))
+}
+
 /// The generated command blocks of docs/uninstall.md, by marker name.
 pub fn uninstall_blocks(kinds: &[HeldKind], markers: &Markers) -> Vec<(&'static str, String)> {
-    let groups = groups(kinds);
-    let held = format!("{}=true", markers.held_label);
-    let fence = |body: String| format!("```sh\n{body}```\n");
-    // one command per step, continued over a line per group, so a step is one command however
-    // many groups there are
-    let each = |command: &str| -> String {
-        let lines: Vec<String> = groups.iter().map(|g| per_group(g, command)).collect();
-        lines.join("; \\\n") + "\n"
-    };
-    let release = each(&format!(
-        "kubectl annotate RESOURCES -A -l {held} {}=now --overwrite",
-        markers.release
-    ));
-    let check = each(&format!("kubectl get RESOURCES -A -l {held}"));
+    let held = held_selector(markers);
+    let release = each_group(
+        kinds,
+        &format!(
+            "kubectl annotate RESOURCES -A -l {held} {}=now --overwrite",
+            markers.release
+        ),
+    );
+    let check = each_group(kinds, &format!("kubectl get RESOURCES -A -l {held}"));
     let restore = format!(
         "{}{}",
         restore_program(kinds, markers),
-        each(&format!(
-            "kubectl get RESOURCES -A -l {held} -o json | jq -r \"$restore\" | sh"
-        ))
+        each_group(
+            kinds,
+            &format!("kubectl get RESOURCES -A -l {held} -o json | jq -r \"$restore\" | sh")
+        )
     );
     vec![
-        ("uninstall-release", fence(release)),
-        ("uninstall-restore", fence(restore)),
-        ("uninstall-check", fence(check)),
+        ("uninstall-job", fence("sh", &window_release_delete(kinds))),
+        ("uninstall-release", fence("sh", &release)),
+        ("uninstall-restore", fence("sh", &restore)),
+        ("uninstall-check", fence("sh", &check)),
     ]
 }
 
@@ -740,19 +953,37 @@ fn uninstall(text: &str, kinds: &[HeldKind], markers: &Markers) -> Result<String
     Ok(text)
 }
 
-/// `text` with the block between `<!-- NAME:begin -->` and `<!-- NAME:end -->` replaced.
+/// `text` with the block between the lines `<!-- NAME:begin -->` and `<!-- NAME:end -->`
+/// replaced, indented as the markers are (a block inside a list item).
 fn replace_block(text: &str, file: &str, name: &str, block: &str) -> Result<String, String> {
-    let begin = format!("<!-- {name}:begin -->\n");
+    let begin = format!("<!-- {name}:begin -->");
     let end = format!("<!-- {name}:end -->");
-    let start = text
-        .find(&begin)
-        .ok_or_else(|| format!("{file}: no {} marker", begin.trim_end()))?
-        + begin.len();
-    let stop = text[start..]
-        .find(&end)
-        .ok_or_else(|| format!("{file}: no {end} marker after {}", begin.trim_end()))?
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let start = lines
+        .iter()
+        .position(|l| l.trim() == begin)
+        .ok_or_else(|| format!("{file}: no {begin} marker"))?;
+    let stop = lines[start..]
+        .iter()
+        .position(|l| l.trim() == end)
+        .ok_or_else(|| format!("{file}: no {end} marker after {begin}"))?
         + start;
-    Ok(format!("{}{block}{}", &text[..start], &text[stop..]))
+    let pad = " ".repeat(indent_of(lines[start]));
+    let body: String = block
+        .split_inclusive('\n')
+        .map(|l| {
+            if l.trim().is_empty() {
+                l.to_string()
+            } else {
+                format!("{pad}{l}")
+            }
+        })
+        .collect();
+    Ok(format!(
+        "{}{body}{}",
+        lines[..=start].concat(),
+        lines[stop..].concat()
+    ))
 }
 
 /// A JSON value as the docs write it: `{"type": "OnDelete"}`.

@@ -30,6 +30,7 @@ fn held() -> Vec<HeldKind> {
                 held: w.held_control(),
                 default: w.default_control(),
                 remembered: w.remembered_annotation().into(),
+                apply_now: w.apply_held_now("NAMESPACE", "NAME"),
             }
         })
         .collect()
@@ -46,7 +47,19 @@ fn markers() -> Markers {
         .map(String::from)
         .to_vec(),
         release: RELEASE_ANNOTATION.into(),
+        held_since: HELD_SINCE_ANNOTATION.into(),
+        pending: PENDING_ANNOTATION.into(),
     }
+}
+
+/// Writes `f` as the kinds table makes it under `dir`: its text, or no file.
+fn write(dir: &Path, f: &generated::Generated) {
+    let path = dir.join(&f.file);
+    match &f.wanted {
+        Some(text) => std::fs::write(&path, text),
+        None => std::fs::remove_file(&path),
+    }
+    .unwrap_or_else(|e| panic!("{}: {e}", f.file));
 }
 
 /// `make kinds` runs this test with `BLESS` set: it writes what it would check.
@@ -56,10 +69,9 @@ fn every_generated_kind_list_is_the_kinds_tables() {
     let mut stale = Vec::new();
     for f in files.iter().filter(|f| f.now != f.wanted) {
         if repository::bless() {
-            std::fs::write(root().join(f.file), &f.wanted)
-                .unwrap_or_else(|e| panic!("{}: {e}", f.file));
+            write(&root(), f);
         } else {
-            stale.push(f.file);
+            stale.push(f.file.as_str());
         }
     }
     assert!(
@@ -69,76 +81,265 @@ fn every_generated_kind_list_is_the_kinds_tables() {
     );
 }
 
-/// `make kinds` run twice writes nothing the second time.
-#[test]
-fn generating_the_generated_files_again_changes_nothing() {
-    let dir = std::env::temp_dir().join(format!("restage-gate-kinds-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("docs")).expect("temp dir");
-    let once = generated::generate(&root(), &held(), &markers()).expect("generated");
-    for f in &once {
-        std::fs::write(dir.join(f.file), &f.wanted).expect("write");
-    }
-    std::fs::copy(
-        root().join("questions-ui.yml"),
-        dir.join("questions-ui.yml"),
-    )
-    .expect("copy");
-    let twice = generated::generate(&dir, &held(), &markers()).expect("generated");
-    let _ = std::fs::remove_dir_all(&dir);
-    for f in twice {
-        assert_eq!(f.now, f.wanted, "{}", f.file);
+/// A scratch copy of what `generate` reads, removed on drop.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn of(files: &[generated::Generated], name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("restage-gate-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("docs")).expect("temp dir");
+        for f in files.iter().filter(|f| f.wanted.is_some()) {
+            write(&dir, f);
+        }
+        std::fs::copy(
+            root().join("questions-ui.yml"),
+            dir.join("questions-ui.yml"),
+        )
+        .expect("copy");
+        Scratch(dir)
     }
 }
 
-/// A kind of another API group, as Argo Rollouts would be declared.
-fn rollout() -> HeldKind {
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `make kinds` run twice writes nothing the second time, with the kinds table and with a kind
+/// of a group of custom resources added.
+#[test]
+fn generating_the_generated_files_again_changes_nothing() {
+    let mut with_rollout = held();
+    with_rollout.push(widget());
+    for (name, table) in [("kinds", held()), ("kinds-crd", with_rollout)] {
+        let once = generated::generate(&root(), &table, &markers()).expect("generated");
+        let dir = Scratch::of(&once, name);
+        let twice = generated::generate(&dir.0, &table, &markers()).expect("generated");
+        for f in twice {
+            assert_eq!(f.now, f.wanted, "{name}: {}", f.file);
+        }
+    }
+}
+
+/// A made-up kind of a made-up API group of custom resources, held with a pause.
+fn widget() -> HeldKind {
     HeldKind {
-        group: "argoproj.io".into(),
+        group: "example.test".into(),
         version: "v1alpha1".into(),
-        kind: "Rollout".into(),
-        resource: "rollouts".into(),
+        kind: "Widget".into(),
+        resource: "widgets".into(),
         control: vec!["spec".into(), "paused".into()],
         held: json!(true),
         default: json!(false),
-        remembered: "restage-gate.io/original-rollout-paused".into(),
+        remembered: "restage-gate.io/original-widget-paused".into(),
+        apply_now: "kubectl patch widget/NAME -n NAMESPACE --type merge -p {}".into(),
     }
+}
+
+/// The generated text of `name`.
+fn text<'a>(files: &'a [generated::Generated], name: &str) -> &'a str {
+    files
+        .iter()
+        .find(|f| f.file == name)
+        .and_then(|f| f.wanted.as_deref())
+        .unwrap_or_else(|| panic!("{name} is not generated"))
+}
+
+/// `if` the cluster serves `group`, `command`, as the docs write a command per group.
+fn if_served(group: &str, command: &str) -> String {
+    format!(
+        "if [ -n \"$(kubectl api-resources --api-group={group} -o name)\" ]; then {command}; fi"
+    )
 }
 
 #[test]
 fn a_kind_of_another_group_gets_its_own_rule_and_uninstall_commands_in_every_file() {
     let mut table = held();
-    table.push(rollout());
+    table.push(widget());
     let files = generated::generate(&root(), &table, &markers()).expect("generated");
-    for f in &files {
+    // Another group's own window job is the one file the new kind leaves as it is.
+    let others = |file: &str| file.starts_with("window-release-") && !file.contains("example.test");
+    for f in files.iter().filter(|f| !others(&f.file)) {
         assert_ne!(f.now, f.wanted, "{}: the new kind is not written", f.file);
     }
-    let text = |name: &str| &files.iter().find(|f| f.file == name).expect(name).wanted;
-    let metadata: Value = serde_yaml::from_str(text("metadata.yml")).expect("YAML");
+    let metadata: Value = serde_yaml::from_str(text(&files, "metadata.yml")).expect("YAML");
     assert_eq!(ruled(&metadata["rules"], "metadata.yml"), declared(&table));
+    let groups: std::collections::BTreeSet<&str> = table.iter().map(|k| k.group.as_str()).collect();
     assert_eq!(
         metadata["rules"].as_array().map(Vec::len),
-        Some(2),
+        Some(groups.len()),
         "one rule per group"
     );
-    let uninstall = text("docs/uninstall.md");
+    let annotations = &metadata["annotations"];
+    let description = annotations["io.kubewarden.policy.description"]
+        .as_str()
+        .expect("description");
+    assert!(
+        description.contains("Deployments") && description.contains(" and Widgets until"),
+        "{description}"
+    );
+    let keywords = annotations["io.artifacthub.keywords"]
+        .as_str()
+        .expect("keywords");
+    assert_eq!(
+        keywords.matches("rollout").count(),
+        1,
+        "each kind a keyword once: {keywords}"
+    );
+    let package = text(&files, "artifacthub-pkg.yml");
+    assert!(package.contains("\n- rollout\n"), "{package}");
+    let uninstall = text(&files, "docs/uninstall.md");
     for command in [
-        "; \\\nif [ -n \"$(kubectl api-resources --api-group=argoproj.io -o name)\" ]; then kubectl annotate rollouts -A",
-        "if [ -n \"$(kubectl api-resources --api-group=argoproj.io -o name)\" ]; then kubectl get rollouts -A -l restage-gate.io/held=true -o json",
-        "\"argoproj.io/Rollout\": {resource: \"rollouts\", control: [\"spec\", \"paused\"], remembered: \"restage-gate.io/original-rollout-paused\", default: false}",
-        "\"restage-gate.io/original-rollout-paused\": null",
+        " -f window-release-example.test.yaml --ignore-not-found\n",
+        "; \\\nif [ -n \"$(kubectl api-resources --api-group=example.test -o name)\" ]; then kubectl annotate widgets -A",
+        "if [ -n \"$(kubectl api-resources --api-group=example.test -o name)\" ]; then kubectl get widgets -A -l restage-gate.io/held=true -o json",
+        "\"example.test/Widget\": {resource: \"widgets\", control: [\"spec\", \"paused\"], remembered: \"restage-gate.io/original-widget-paused\", default: false}",
+        "\"restage-gate.io/original-widget-paused\": null",
     ] {
         assert!(uninstall.contains(command), "{command}\n{uninstall}");
     }
-    let window = text("window-release.yaml");
+    let readme = text(&files, "README.md");
+    assert!(readme.contains(" and Widgets"), "{readme}");
+    for command in [
+        format!(
+            "; \\\n{}\n```",
+            if_served(
+                "example.test",
+                "kubectl get widgets -A -l restage-gate.io/held=true -o custom-columns='KIND:.kind,NAMESPACE:.metadata.namespace,NAME:.metadata.name,SINCE:.metadata.annotations.restage-gate\\.io/held-since,PENDING:.metadata.annotations.restage-gate\\.io/pending'"
+            )
+        ),
+        "/, widget/\n".into(),
+    ] {
+        assert!(readme.contains(&command), "{command}\n{readme}");
+    }
     assert!(
-        window.contains("- statefulsets,daemonsets,deployments,rollouts\n"),
+        readme.lines().any(|l| l
+            .starts_with("kubectl patch widget/NAME -n NAMESPACE --type merge -p {} ")
+            && l.ends_with("   # Widget")),
+        "the kind's own apply-now command, named by its kind\n{readme}"
+    );
+    let install = text(&files, "docs/install.md");
+    let built_in = &held()[0].group;
+    let resources: Vec<String> = held()
+        .into_iter()
+        .filter(|k| k.group == *built_in)
+        .map(|k| k.resource)
+        .collect();
+    let first = format!(
+        "   {}; \\\n",
+        if_served(
+            built_in,
+            &format!(
+                "kubectl get {} -A -l restage-gate.io/held=true",
+                resources.join(",")
+            )
+        )
+    );
+    let last = format!(
+        "   {}\n   ```",
+        if_served(
+            "example.test",
+            "kubectl get widgets -A -l restage-gate.io/held=true"
+        )
+    );
+    for upgrade in [first, last] {
+        assert!(install.contains(&upgrade), "{upgrade}\n{install}");
+    }
+}
+
+/// The window job of a group that not every cluster serves is its own manifest: the CronJob
+/// of window-release.yaml on that group's resources, and window-release.yaml's job leaves
+/// them out, since kubectl fails on a resource type the cluster does not serve; the role and
+/// the admission policy of window-release.yaml cover every group.
+#[test]
+fn a_group_of_custom_resources_gets_its_own_window_job_and_the_built_in_job_leaves_it_out() {
+    let mut table = held();
+    table.push(widget());
+    let files = generated::generate(&root(), &table, &markers()).expect("generated");
+    let window = text(&files, "window-release.yaml");
+    assert!(
+        window.contains("                - statefulsets,daemonsets,deployments\n"),
         "{window}"
     );
     assert!(
-        window.contains("'rollouts': dyn(true)}[request.resource.resource]"),
+        window.contains("'widgets': dyn(true)}[request.resource.resource]"),
         "{window}"
     );
-    assert!(text("README.md").contains("StatefulSets, DaemonSets, Deployments and Rollouts"));
+    assert!(
+        window.contains(
+            "#   Widgets (example.test): by the CronJob of window-release-example.test.yaml, applied where the group is served\n"
+        ),
+        "{window}"
+    );
+    let documents = |name: &str| {
+        repository::yaml_documents(name, text(&files, name)).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let main = documents("window-release.yaml");
+    let of_kind = |docs: &[Value], kind: &str| -> Value {
+        let found: Vec<&Value> = docs.iter().filter(|d| d["kind"] == kind).collect();
+        assert_eq!(found.len(), 1, "one {kind}");
+        found[0].clone()
+    };
+    let role = of_kind(&main, "ClusterRole");
+    assert!(
+        role["rules"]
+            .as_array()
+            .expect("rules")
+            .iter()
+            .any(|r| r["apiGroups"] == json!(["example.test"])
+                && r["resources"] == json!(["widgets"])),
+        "{role}"
+    );
+    let own = documents("window-release-example.test.yaml");
+    assert_eq!(own.len(), 1, "the group's manifest holds its CronJob only");
+    let mut job = own[0].clone();
+    assert_eq!(job["kind"], "CronJob");
+    assert_eq!(
+        job["metadata"]["name"],
+        "restage-gate-window-release-example-test"
+    );
+    let container = &mut job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["args"][1], "widgets");
+    // otherwise the job of window-release.yaml, run by the same service account
+    container["args"][1] = json!("statefulsets,daemonsets,deployments");
+    job["metadata"]["name"] = json!("restage-gate-window-release");
+    assert_eq!(job, of_kind(&main, "CronJob"));
+
+    // removed again from the table: its manifest is to go
+    let dir = Scratch::of(&files, "kinds-removed");
+    let again = generated::generate(&dir.0, &held(), &markers()).expect("generated");
+    let stale = again
+        .iter()
+        .find(|f| f.file == "window-release-example.test.yaml")
+        .expect("the group's manifest is looked at");
+    assert!(stale.now.is_some() && stale.wanted.is_none());
+}
+
+/// The kinds `metadata.yml` names in its description and keywords are the table's.
+#[test]
+fn the_description_and_keywords_name_every_kind_held() {
+    let metadata = yaml(&read("metadata.yml"));
+    let annotations = &metadata["annotations"];
+    let description = annotations["io.kubewarden.policy.description"]
+        .as_str()
+        .expect("description");
+    let names: Vec<String> = held().iter().map(|k| format!("{}s", k.kind)).collect();
+    let (last, rest) = names.split_last().expect("kinds");
+    let listed = format!("{} and {last}", rest.join(", "));
+    assert!(description.contains(&listed), "{description}: {listed}");
+    let keywords: Vec<&str> = annotations["io.artifacthub.keywords"]
+        .as_str()
+        .expect("keywords")
+        .split(", ")
+        .collect();
+    for k in held() {
+        assert!(
+            keywords.contains(&k.kind.to_lowercase().as_str()),
+            "{keywords:?}: {}",
+            k.kind
+        );
+    }
 }
 
 /// (group, version, resource) of every kind in `table`.

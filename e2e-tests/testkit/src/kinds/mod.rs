@@ -42,6 +42,16 @@ pub enum Scale {
     Nodes,
 }
 
+/// An object the kind declines to hold (`Workload::holds` is false for it): the policy accepts
+/// every write to it unchanged.
+#[derive(Clone, Copy)]
+pub struct Declined {
+    /// What it is, as a test names it: `a blue-green Rollout`.
+    pub title: &'static str,
+    /// The owner's edit that makes the running workload one.
+    pub edit: fn(Value) -> Value,
+}
+
 /// What the tests know of one kind the policy holds.
 pub trait Descriptor: Sync {
     /// The kind's row in `restage_gate::workload::KINDS`.
@@ -100,6 +110,26 @@ pub trait Descriptor: Sync {
     /// Deployment's "run rollout resume first"): nothing is written.
     fn restart_refused(&self, _object: &Value) -> bool {
         false
+    }
+
+    /// The objects of this kind the policy declines to hold, each accepted unchanged; none by
+    /// default.
+    fn declined(&self) -> Vec<Declined> {
+        Vec::new()
+    }
+
+    /// The owner's command that deploys a new version, as a scenario's title says it.
+    fn deploy_command(&self) -> &'static str {
+        match self.owner() {
+            Owner::Korifi => "cf push --strategy rolling",
+            Owner::Kubectl => "kubectl set image",
+        }
+    }
+
+    /// The owner's resume of a stopped rollout ([`Descriptor::resumed`]), as a scenario's title
+    /// says it.
+    fn resume_command(&self) -> &'static str {
+        "kubectl rollout resume"
     }
 
     /// A fresh model of the kind's controller for the cluster simulation.
@@ -362,6 +392,22 @@ mod tests {
                 Some(&d.default_control()),
                 "{d:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_kind_holds_its_fixture_and_declines_each_object_it_says_it_declines() {
+        for d in every() {
+            let fixture = d.fixture();
+            assert!(d.workload().holds(&fixture, &fixture), "{d:?}: its fixture");
+            for declined in d.declined() {
+                let object = (declined.edit)(fixture.clone());
+                assert!(
+                    !d.workload().holds(&fixture, &object) && !d.workload().holds(&object, &object),
+                    "{d:?}: {}",
+                    declined.title
+                );
+            }
         }
     }
 

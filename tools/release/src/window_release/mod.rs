@@ -9,6 +9,7 @@ use restage_gate::markers::{HELD_LABEL, RELEASE_ANNOTATION, RELEASE_IN_WINDOW};
 use restage_gate::workload;
 use serde_json::{json, Value};
 
+use crate::kinds;
 use crate::repository::{self, root};
 
 pub const FILE: &str = "window-release.yaml";
@@ -79,20 +80,83 @@ fn held_groups() -> Vec<(&'static str, Vec<&'static str>, Vec<&'static str>)> {
     out
 }
 
-#[test]
-fn the_job_annotates_every_held_workload_of_every_kind_with_one_kubectl_command() {
-    let container = job_container();
-    assert_eq!(container["command"], json!(["/bin/kubectl"]));
-    let want = [
-        "annotate".to_string(),
-        held_resources().join(","),
-        "--all-namespaces".into(),
-        "-l".into(),
+/// The `kubectl annotate` arguments of a window job over `resources`.
+fn annotate_args(resources: &[&str]) -> Value {
+    json!([
+        "annotate",
+        resources.join(","),
+        "--all-namespaces",
+        "-l",
         format!("{HELD_LABEL}=true"),
         format!("{RELEASE_ANNOTATION}={RELEASE_IN_WINDOW}"),
-        "--overwrite".into(),
-    ];
-    assert_eq!(container["args"], json!(want));
+        "--overwrite",
+    ])
+}
+
+#[test]
+fn the_job_annotates_every_held_workload_of_the_built_in_groups_with_one_kubectl_command() {
+    let container = job_container();
+    assert_eq!(container["command"], json!(["/bin/kubectl"]));
+    let built_in: Vec<&str> = held_groups()
+        .into_iter()
+        .filter(|(group, _, _)| kinds::served_everywhere(group))
+        .flat_map(|(_, _, resources)| resources)
+        .collect();
+    assert!(!built_in.is_empty(), "a kind of a built-in group");
+    assert_eq!(container["args"], annotate_args(&built_in));
+}
+
+/// kubectl fails on a resource type the cluster does not serve, and the kubectl image has no
+/// shell to ask first: the kinds of a group whose CRD may be missing are annotated by a CronJob
+/// of their own, in their own manifest, applied only where the group is served. It is the
+/// CronJob of window-release.yaml, on the group's resources, run by the same service account,
+/// whose role and admission policy name every group.
+#[test]
+fn each_group_a_cluster_may_not_serve_has_its_own_window_job_in_its_own_manifest() {
+    let main = document("CronJob");
+    for (group, _, resources) in held_groups() {
+        let Some(file) = kinds::window_release_file(group) else {
+            continue;
+        };
+        let text = repository::read(&root(), &file).unwrap_or_else(|e| panic!("{e}"));
+        let docs = repository::yaml_documents(&file, &text).expect("YAML");
+        assert_eq!(docs.len(), 1, "{file}: its CronJob only");
+        let mut job = docs[0].clone();
+        assert_eq!(job["kind"], "CronJob", "{file}");
+        assert_ne!(job["metadata"]["name"], main["metadata"]["name"], "{file}");
+        let args =
+            &mut job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"];
+        assert_eq!(*args, annotate_args(&resources), "{file}");
+        *args = main["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
+            .clone();
+        job["metadata"]["name"] = main["metadata"]["name"].clone();
+        assert_eq!(
+            job, main,
+            "{file}: the CronJob of {FILE} but for its name and resources"
+        );
+    }
+}
+
+/// No manifest of a window job for a group the policy no longer holds, or that every cluster
+/// serves.
+#[test]
+fn every_window_job_manifest_is_for_a_group_of_custom_resources_the_policy_holds() {
+    let wanted: Vec<String> = held_groups()
+        .into_iter()
+        .filter_map(|(group, _, _)| kinds::window_release_file(group))
+        .collect();
+    let found: Vec<String> = std::fs::read_dir(root())
+        .expect("the repository")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("window-release-") && n.ends_with(".yaml"))
+        .collect();
+    for file in &found {
+        assert!(
+            wanted.contains(file),
+            "{file}: no kind of its group is held: run `make kinds`"
+        );
+    }
 }
 
 #[test]
