@@ -8,6 +8,7 @@
 
 mod daemonset;
 mod deployment;
+mod rollout;
 mod statefulset;
 mod update_strategy;
 
@@ -19,13 +20,14 @@ use crate::view::{at, set_at, Unwritable};
 
 pub use daemonset::DaemonSet;
 pub use deployment::{Deployment, ORIGINAL_PAUSED_ANNOTATION};
+pub use rollout::{Rollout, ORIGINAL_ROLLOUT_PAUSED_ANNOTATION};
 pub use statefulset::StatefulSet;
 pub use update_strategy::ORIGINAL_STRATEGY_ANNOTATION;
 
 /// Every kind the policy holds. ReplicaSets, ReplicationControllers and CronJobs restart
 /// nothing on a template change, and a Job's template is immutable: they are not here, and
 /// the policy accepts them unchanged.
-pub const KINDS: [&dyn Workload; 3] = [&StatefulSet, &DaemonSet, &Deployment];
+pub const KINDS: [&dyn Workload; 4] = [&StatefulSet, &DaemonSet, &Deployment, &Rollout];
 
 /// What the policy knows of a kind, besides how it behaves ([`Workload`]).
 #[derive(Debug)]

@@ -9,6 +9,7 @@
 
 mod daemonset;
 mod deployment;
+mod rollout;
 pub mod simulation;
 mod statefulset;
 
@@ -211,10 +212,11 @@ impl PartialEq for dyn Descriptor {
     }
 }
 
-const DESCRIPTORS: [&dyn Descriptor; 3] = [
+const DESCRIPTORS: [&dyn Descriptor; 4] = [
     &statefulset::StatefulSet,
     &daemonset::DaemonSet,
     &deployment::Deployment,
+    &rollout::Rollout,
 ];
 
 /// A descriptor for every kind the policy holds, in the order of its kinds table. A kind
