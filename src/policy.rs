@@ -149,8 +149,17 @@ fn decide_for<'a, T: Tree>(
     if !object.is_object() || !old.is_object() {
         return Decision::Unreadable("the request has no object or oldObject".into());
     }
-    if being_deleted(object) || being_deleted(old) || !workload.holds(old, object) {
+    if being_deleted(object) || being_deleted(old) {
         return Decision::Accept;
+    }
+    if !workload.holds(old, object) {
+        // A held object its kind no longer holds (a canary switched to blue-green) is released:
+        // nothing else would ever restore its control. Reject mode never mutates.
+        let release_it = settings.mode == Mode::Defer && markers::is_held(old);
+        return match release_it {
+            true => release(request, workload, "no longer held by its kind".into()),
+            false => Decision::Accept,
+        };
     }
     let template = |t: Option<&'a T>| t.filter(|t| t.is_object());
     let (Some(old_template), Some(new_template)) =
@@ -515,6 +524,38 @@ mod tests {
             decide_example(&no_template, &no_template, Mode::Defer),
             Decision::Unreadable(_)
         ));
+    }
+
+    #[test]
+    fn a_held_object_its_kind_no_longer_holds_is_released_in_defer_mode_only() {
+        let template = json!({"spec": {"containers": [{"name": "app"}]}});
+        let mut held = example(json!({"template": template, "strategy": {"canary": {}},
+            "paused": true}));
+        held["metadata"]["labels"] = json!({markers::HELD_LABEL: "true"});
+        held["metadata"]["annotations"] =
+            json!({EXAMPLE.remembered: "false", markers::PENDING_ANNOTATION: "+orders-db"});
+        let mut blue_green = held.clone();
+        blue_green["spec"]["strategy"] = json!({"blueGreen": {}});
+        match decide_example(&held, &blue_green, Mode::Defer) {
+            Decision::Release {
+                restore, because, ..
+            } => {
+                assert_eq!(restore, Some(json!(false)));
+                assert_eq!(because, "no longer held by its kind");
+            }
+            other => panic!("released: {other:?}"),
+        }
+        assert_eq!(
+            decide_example(&held, &blue_green, Mode::Reject),
+            Decision::Accept
+        );
+        // Not held: declined and accepted as it is.
+        let mut plain = blue_green.clone();
+        plain["metadata"] = json!({"name": "orders", "namespace": "shop"});
+        assert_eq!(
+            decide_example(&plain, &plain, Mode::Defer),
+            Decision::Accept
+        );
     }
 
     #[test]

@@ -56,26 +56,25 @@ fn string_literals(source: &str) -> Result<Vec<String>, String> {
 }
 
 fn collect(tokens: TokenStream, out: &mut Vec<String>) {
-    let mut after_doc = false;
     for token in tokens {
         match token {
+            // `#[doc = "…"]`: a doc comment, not code.
+            TokenTree::Group(group) if is_doc_attribute(&group) => {}
             TokenTree::Group(group) => collect(group.stream(), out),
             TokenTree::Literal(literal) => {
                 if let syn::Lit::Str(text) = syn::Lit::new(literal) {
-                    if !after_doc {
-                        out.push(text.value());
-                    }
+                    out.push(text.value());
                 }
             }
-            TokenTree::Ident(ref ident) if ident == "doc" => {
-                after_doc = true;
-                continue;
-            }
-            TokenTree::Punct(ref punct) if after_doc && punct.as_char() == '=' => continue,
             _ => {}
         }
-        after_doc = false;
     }
+}
+
+/// The bracketed part of a doc attribute: `[doc = "…"]`.
+fn is_doc_attribute(group: &proc_macro2::Group) -> bool {
+    group.delimiter() == proc_macro2::Delimiter::Bracket
+        && matches!(group.stream().into_iter().next(), Some(TokenTree::Ident(ident)) if ident == "doc")
 }
 
 /// The `.rs` files under `dir`, relative to `root`, outside the directories that hold no code.
@@ -141,13 +140,16 @@ fn the_check_finds_a_kind_named_in_code_and_in_macros_but_not_in_comments() {
             let _ = json!({"apiVersion": "apps/v1", "kind": "DaemonSet"});
             kind == "StatefulSet" || format!("{kind}") == "a paused Deployment"
         }
+        fn g(doc: &str) -> bool {
+            doc == "Deployment"
+        }
     "##;
     let found: Vec<String> = string_literals(source)
         .expect("Rust")
         .into_iter()
         .filter(|l| names_a_kind(l, &names))
         .collect();
-    assert_eq!(found, ["apps/v1", "DaemonSet", "StatefulSet"]);
+    assert_eq!(found, ["apps/v1", "DaemonSet", "StatefulSet", "Deployment"]);
     for name in ["StatefulSet", "Deployment", "apps"] {
         assert!(names.iter().any(|n| n == name), "{name} is looked for");
     }

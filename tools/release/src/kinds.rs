@@ -137,12 +137,17 @@ pub struct Generated {
 }
 
 /// `window-release-*.yaml` under `root`: the window jobs of groups not every cluster serves.
+/// What the header of every window job manifest this generator writes says.
+const GENERATED_BY: &str = "# Written by `make kinds` from the CronJob of window-release.yaml";
+
 fn window_release_group_files(root: &Path) -> Result<Vec<String>, String> {
     let entries = std::fs::read_dir(root).map_err(|e| format!("{}: {e}", root.display()))?;
     let mut out: Vec<String> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("window-release-") && n.ends_with(".yaml"))
+        // Only the files this generator wrote: a user's own window-release-*.yaml stays.
+        .filter(|n| repository::read(root, n).is_ok_and(|text| text.contains(GENERATED_BY)))
         .collect();
     out.sort();
     Ok(out)
@@ -1050,4 +1055,35 @@ pub fn kind_table_problems(readme: &str, kinds: &[HeldKind]) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_window_job_manifests_it_wrote_count_as_generated() {
+        let dir = std::env::temp_dir().join(format!("restage-gate-kinds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch directory");
+        let files = [
+            (
+                "window-release-example.test.yaml",
+                format!("{GENERATED_BY}, …\n"),
+            ),
+            (
+                "window-release-prod.yaml",
+                "# an operator's own job\n".to_string(),
+            ),
+            ("window-release.yaml", format!("{GENERATED_BY}\n")),
+        ];
+        for (name, text) in &files {
+            std::fs::write(dir.join(name), text).expect("write");
+        }
+        let found = window_release_group_files(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            found,
+            Ok(vec!["window-release-example.test.yaml".to_string()])
+        );
+    }
 }
