@@ -434,23 +434,13 @@ mod tests {
     };
 
     impl Workload for Example {
+        crate::workload::pause::held_with_a_pause!();
+
         fn declared(&self) -> &'static Kind {
             &EXAMPLE
         }
         fn holds(&self, _old: &Value, new: &Value) -> bool {
             BLUE_GREEN.of(new).is_none() && WORKLOAD_REF.of(new).is_none()
-        }
-        fn held_control(&self) -> Value {
-            json!(true)
-        }
-        fn stops_rollouts(&self, control: Option<&Value>) -> bool {
-            control.and_then(Value::as_bool) == Some(true)
-        }
-        fn default_control(&self) -> Value {
-            json!(false)
-        }
-        fn accepts(&self, control: &Value) -> bool {
-            control.is_boolean()
         }
         fn rollout_in_progress(&self, _old: &Value) -> bool {
             false

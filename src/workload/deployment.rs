@@ -1,16 +1,10 @@
-//! `apps/v1` Deployment: held with `spec.paused: true`. A Deployment has no `OnDelete`, and a
-//! paused one scales its **old** ReplicaSet: every pod created while it is held comes from the
-//! old template. So only changes that add bindings, or change them without changing which
-//! secrets they project, may wait; one that drops a binding secret (which the unbind deletes)
-//! rolls now, or new pods would hang on the deleted secret.
+//! `apps/v1` Deployment: held with `spec.paused: true` (`pause.rs`: a paused Deployment scales
+//! its **old** ReplicaSet, so a change that drops a binding secret rolls now).
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::{
-    generation_stale, kubectl_rollout, replicas, Field, Json, Kind, StatusMember, Workload,
-};
+use super::{generation_stale, kubectl_rollout, replicas, Json, Kind, StatusMember, Workload};
 use super::{OBSERVED_GENERATION, READS_GENERATION, READS_REPLICAS, TEMPLATE};
-use crate::template::classify::Change;
 use crate::view::items;
 
 /// The replaced `spec.paused`, as JSON.
@@ -27,31 +21,17 @@ const DECLARED: Kind = Kind {
     kind: "Deployment",
     resource: "deployments",
     template: TEMPLATE,
-    control: Field::new(&["spec", "paused"], Json::Boolean),
+    control: super::pause::CONTROL,
     remembered: ORIGINAL_PAUSED_ANNOTATION,
     reads: &[READS_GENERATION, READS_REPLICAS],
     status: &[OBSERVED_GENERATION, UPDATED_REPLICAS, CONDITIONS],
 };
 
 impl Workload for Deployment {
+    super::pause::held_with_a_pause!();
+
     fn declared(&self) -> &'static Kind {
         &DECLARED
-    }
-
-    fn held_control(&self) -> Value {
-        json!(true)
-    }
-
-    fn stops_rollouts(&self, control: Option<&Value>) -> bool {
-        control.and_then(Value::as_bool) == Some(true)
-    }
-
-    fn default_control(&self) -> Value {
-        json!(false)
-    }
-
-    fn accepts(&self, control: &Value) -> bool {
-        control.is_boolean()
     }
 
     /// The controller has not caught up, not every replica runs the new template, or the
@@ -68,16 +48,6 @@ impl Workload for Deployment {
         generation_stale(old, status) || behind || progressing
     }
 
-    fn must_roll_now(&self, change: &Change) -> Option<String> {
-        change.removal().map(|what| {
-            format!("{what}; a paused Deployment would start new pods from the old template")
-        })
-    }
-
-    fn resume_releases(&self) -> bool {
-        true
-    }
-
     fn restart_command(&self, namespace: &str, name: &str) -> String {
         kubectl_rollout("restart", &DECLARED, namespace, name)
     }
@@ -92,7 +62,9 @@ impl Workload for Deployment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::template::classify::Change;
     use crate::template::classify::{BindingDelta, ChangeKind};
+    use serde_json::json;
 
     #[test]
     fn only_booleans_are_restorable() {

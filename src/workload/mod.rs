@@ -8,6 +8,7 @@
 
 mod daemonset;
 mod deployment;
+pub(crate) mod pause;
 mod rollout;
 mod statefulset;
 mod update_strategy;

@@ -7,11 +7,10 @@
 //! while paused, and one with `spec.workloadRef`, which has no pod template of its own (binding
 //! happens in the Deployment it references).
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{generation_stale, Field, Json, Kind, StatusMember, Workload};
 use super::{OBSERVED_GENERATION, READS_GENERATION, TEMPLATE};
-use crate::template::classify::Change;
 use crate::view::items;
 
 /// The replaced `spec.paused` of a Rollout, as JSON.
@@ -33,7 +32,7 @@ const DECLARED: Kind = Kind {
     kind: "Rollout",
     resource: "rollouts",
     template: TEMPLATE,
-    control: Field::new(&["spec", "paused"], Json::Boolean),
+    control: super::pause::CONTROL,
     remembered: ORIGINAL_ROLLOUT_PAUSED_ANNOTATION,
     reads: &[READS_GENERATION, BLUE_GREEN, WORKLOAD_REF],
     // observedGeneration is a string of digits here, which an integer reading takes.
@@ -62,28 +61,14 @@ fn patch(namespace: &str, name: &str, patch: &str) -> String {
 }
 
 impl Workload for Rollout {
+    super::pause::held_with_a_pause!();
+
     fn declared(&self) -> &'static Kind {
         &DECLARED
     }
 
     fn holds(&self, _old: &Value, new: &Value) -> bool {
         BLUE_GREEN.of(new).is_none() && WORKLOAD_REF.of(new).is_none()
-    }
-
-    fn held_control(&self) -> Value {
-        json!(true)
-    }
-
-    fn stops_rollouts(&self, control: Option<&Value>) -> bool {
-        control.and_then(Value::as_bool) == Some(true)
-    }
-
-    fn default_control(&self) -> Value {
-        json!(false)
-    }
-
-    fn accepts(&self, control: &Value) -> bool {
-        control.is_boolean()
     }
 
     /// Anything but a fully promoted canary: the controller has not caught up, a pause step or
@@ -96,16 +81,6 @@ impl Workload for Rollout {
         let aborted = ABORT.of(status).and_then(Value::as_bool) == Some(true);
         let unpromoted = CURRENT_POD_HASH.of(status) != STABLE_RS.of(status);
         generation_stale(old, status) || paused || aborted || unpromoted
-    }
-
-    fn must_roll_now(&self, change: &Change) -> Option<String> {
-        change.removal().map(|what| {
-            format!("{what}; a paused Rollout would start new pods from the old template")
-        })
-    }
-
-    fn resume_releases(&self) -> bool {
-        true
     }
 
     /// A template annotation change restages it (`kubectl argo rollouts restart` only evicts
@@ -127,7 +102,9 @@ impl Workload for Rollout {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::template::classify::Change;
     use crate::template::classify::{BindingDelta, ChangeKind};
+    use serde_json::json;
 
     fn promoted() -> Value {
         json!({"metadata": {"generation": 3},
