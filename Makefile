@@ -269,11 +269,73 @@ check-manifests:
 	  [ -z "$$out" ] || { echo "$$out"; echo "$$f: not every document was checked against Kubernetes $$k"; exit 1; }; \
 	done; done
 
+# The real control plane (e2e-tests/control-plane, Go): etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler of the pinned k8s.io/kubernetes in one binary, with
+# the node agent, the binding runtime's projector and Kubewarden's stand-in. The binary carries
+# the pinned release's version, as the upstream build stamps it.
+GO                := go
+CONTROL_PLANE_DIR := e2e-tests/control-plane
+CONTROL_PLANE     := $(abspath $(TARGET_DIR))/control-plane/control-plane
+WEBHOOK_SERVER    := $(abspath $(TARGET_DIR))/debug/restage-gate-webhook
+# `make cluster-up` runs here; `make cluster-down` stops it.
+CLUSTER_DIR       ?= $(abspath $(TARGET_DIR))/cluster
+define go_missing
+echo "$(1): SKIPPED, Go is not installed (install Go 1.26 or newer, https://go.dev/doc/install; Debian: apt-get install golang-1.26)"
+endef
+
+.PHONY: control-plane webhook-server test-control-plane cluster-up cluster-down
+control-plane:
+	@command -v $(GO) >/dev/null || { $(call go_missing,control-plane); exit 1; }
+	@k8s=$$(cd $(CONTROL_PLANE_DIR) && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes); \
+	minor=$$(echo $$k8s | cut -d. -f2); \
+	echo "== building the control plane from k8s.io/kubernetes $$k8s (about 8 minutes on 2 cores the first time, then seconds)"; \
+	stamp="-X k8s.io/component-base/version.gitVersion=$$k8s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$$minor \
+	  -X k8s.io/client-go/pkg/version.gitVersion=$$k8s -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$$minor"; \
+	cd $(CONTROL_PLANE_DIR) && $(GO) build -ldflags "$$stamp" -o $(CONTROL_PLANE) ./cmd/control-plane
+
+webhook-server:
+	@echo "== building restage-gate-webhook, the policy server the control plane calls"
+	@$(CARGO) build --locked --quiet -p restage-gate-e2e --bin restage-gate-webhook
+
+# Everything of the control-plane module: its unit tests, then the scenarios on a control plane
+# it starts and stops. POLICY_SERVER=path/to/policy-server runs them through a real policy-server.
+test-control-plane: policy.wasm
+	@if ! command -v $(GO) >/dev/null; then $(call go_missing,the control-plane scenarios); exit 0; fi; \
+	$(MAKE) --no-print-directory control-plane webhook-server; \
+	cd $(CONTROL_PLANE_DIR); \
+	unformatted=$$(gofmt -l .); [ -z "$$unformatted" ] || { echo "gofmt: not formatted: $$unformatted"; exit 1; }; \
+	$(GO) vet ./...; \
+	CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/policy.wasm \
+	  $(GO) test -count=1 -timeout 30m ./...
+
+# A playground: the same control plane with restage-gate (policy.yaml, as the README installs it)
+# and the binding runtime, in the background. Its last line is the KUBECONFIG for kubectl.
+cluster-up: policy.wasm
+	@command -v $(GO) >/dev/null || { $(call go_missing,cluster-up); exit 1; }
+	@$(MAKE) --no-print-directory control-plane webhook-server
+	@mkdir -p $(CLUSTER_DIR)
+	@echo "== starting the control plane in $(CLUSTER_DIR) (its logs: $(CLUSTER_DIR)/logs)"
+	@rm -f $(CLUSTER_DIR)/ready
+	@setsid $(CONTROL_PLANE) up --dir $(CLUSTER_DIR) --wasm $(CURDIR)/policy.wasm --webhook-server $(WEBHOOK_SERVER) \
+	  $${POLICY_SERVER:+--policy-server $$POLICY_SERVER} > $(CLUSTER_DIR)/up.log 2>&1 < /dev/null &
+	@for i in $$(seq 1 600); do [ -f $(CLUSTER_DIR)/ready ] && break; \
+	  if ! pgrep -F $(CLUSTER_DIR)/up.pid >/dev/null 2>&1 && [ $$i -gt 20 ]; then cat $(CLUSTER_DIR)/up.log; exit 1; fi; sleep 0.5; done
+	@[ -f $(CLUSTER_DIR)/ready ] || { cat $(CLUSTER_DIR)/up.log; exit 1; }
+	@echo "== installing restage-gate as the README does: kubectl apply -f policy.yaml"
+	@PATH=$(CLUSTER_DIR)/bin:$$PATH KUBECONFIG=$(CLUSTER_DIR)/admin.kubeconfig kubectl apply -f policy.yaml
+	@PATH=$(CLUSTER_DIR)/bin:$$PATH KUBECONFIG=$(CLUSTER_DIR)/admin.kubeconfig kubectl wait --for=jsonpath='{.status.policyStatus}'=active clusteradmissionpolicy/restage-gate --timeout=5m
+	@echo "kubectl of the cluster's release: $(CLUSTER_DIR)/bin/kubectl"
+	@echo "KUBECONFIG=$(CLUSTER_DIR)/admin.kubeconfig"
+
+cluster-down:
+	@if [ -x $(CONTROL_PLANE) ]; then $(CONTROL_PLANE) down --dir $(CLUSTER_DIR); else echo "no control plane was built"; fi
+
 test: fmt-check lint policy.wasm floor size-check check-manifests
 	@command -v docker-registry >/dev/null || echo "registry round trip: SKIPPED, docker-registry is not installed (apt-get install docker-registry)"
 	@command -v htpasswd >/dev/null || echo "registry login round trip: SKIPPED, htpasswd is not installed (apt-get install apache2-utils)"
 	$(CARGO) test --locked --workspace --all-targets 2>&1 | tee $(TARGET_DIR)/test.log
 	@$(MAKE) --no-print-directory e2e-tests
+	@$(MAKE) --no-print-directory test-control-plane 2>&1 | tee $(TARGET_DIR)/test-control-plane.log
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' $(TARGET_DIR)/test.log
 

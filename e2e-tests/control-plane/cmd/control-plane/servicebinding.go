@@ -1,0 +1,129 @@
+// `servicebinding`: the servicebinding.io runtime of the control plane: its CRDs, the
+// ServiceBinding controller that projects bindings into workloads, and the projector's admission
+// webhook (package servicebinding says what is the runtime's and what stands in for it).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/restage-gate/restage-gate/e2e-tests/control-plane/internal/certs"
+	"github.com/restage-gate/restage-gate/e2e-tests/control-plane/internal/cluster"
+	"github.com/restage-gate/restage-gate/e2e-tests/control-plane/servicebinding"
+)
+
+// ProjectorWebhook is the name of the runtime's MutatingWebhookConfiguration. The API server
+// calls mutating configurations in the order of their names, so Kubewarden's
+// (`clusterwide-…`) comes first.
+const projectorWebhook = "servicebinding-admission-projector"
+
+func runServiceBinding(args []string) error {
+	flags := flag.NewFlagSet("servicebinding", flag.ContinueOnError)
+	kubeconfig := flags.String("kubeconfig", "", "the admin kubeconfig")
+	dir := flags.String("dir", "", "the run's directory (its pki/ holds the authority)")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	crds, err := servicebinding.CRDs()
+	if err != nil {
+		return err
+	}
+	extensions := apiextensionsclient.NewForConfigOrDie(config)
+	for _, crd := range crds {
+		if _, err := extensions.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("installing %s: %w", crd.Name, err)
+		}
+		if err := waitEstablished(ctx, extensions, crd.Name); err != nil {
+			return err
+		}
+	}
+
+	controller, err := servicebinding.NewController(config, servicebinding.ControllerOptions{})
+	if err != nil {
+		return err
+	}
+	authority, err := certs.LoadAuthority(filepath.Join(*dir, "pki"))
+	if err != nil {
+		return err
+	}
+	work := filepath.Join(*dir, "servicebinding")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+	serving, err := authority.Serving("servicebinding-webhook")
+	if err != nil {
+		return err
+	}
+	certFile, keyFile, err := serving.Write(work, "serving")
+	if err != nil {
+		return err
+	}
+	port, err := cluster.FreePort()
+	if err != nil {
+		return err
+	}
+	readyFile := filepath.Join(work, "ready")
+	_ = os.Remove(readyFile)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	served := make(chan error, 1)
+	go func() { served <- servicebinding.ServeWebhook(ctx, addr, certFile, keyFile, readyFile, controller) }()
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-served:
+			return false, fmt.Errorf("the projector's webhook stopped: %v", err)
+		default:
+		}
+		_, err := os.Stat(readyFile)
+		return err == nil, nil
+	}); err != nil {
+		return err
+	}
+	webhooks := kubernetes.NewForConfigOrDie(config).AdmissionregistrationV1().MutatingWebhookConfigurations()
+	configuration := servicebinding.MutatingWebhookConfiguration("https://"+addr+"/interceptor", authority.CertPEM, projectorWebhook)
+	if _, err := webhooks.Create(ctx, configuration, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	go func() { served <- controller.Run(ctx) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+func waitEstablished(ctx context.Context, client apiextensionsclient.Interface, name string) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}

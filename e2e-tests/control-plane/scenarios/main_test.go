@@ -1,0 +1,106 @@
+// The story of restage-gate told on a real control plane: kube-apiserver, etcd, the workload
+// controllers and the scheduler of the pinned release, the node agent, the binding runtime's
+// projector and Kubewarden's stand-in serving the compiled module. One control plane serves the
+// whole run; each test works in namespaces of its own, and tests that install a different set of
+// policies run one setup at a time.
+//
+// The binaries come from the environment (`make test-control-plane` sets them):
+// CONTROL_PLANE (this module's cmd/control-plane), RESTAGE_GATE_WEBHOOK (the project's policy
+// server stand-in) and RESTAGE_GATE_WASM (the module); POLICY_SERVER, when set, is a real
+// policy-server that serves the module instead.
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/restage-gate/restage-gate/e2e-tests/control-plane/internal/cluster"
+)
+
+// env is the control plane of the run.
+var env struct {
+	cluster *cluster.Cluster
+	client  kubernetes.Interface
+	dynamic dynamic.Interface
+	// repo is the top of the repository: the manifests users apply are read from there.
+	repo string
+	// kubectl is kubectl of the pinned release.
+	kubectl string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	required := map[string]string{}
+	for _, name := range []string{"CONTROL_PLANE", "RESTAGE_GATE_WEBHOOK", "RESTAGE_GATE_WASM"} {
+		required[name] = os.Getenv(name)
+		if required[name] == "" {
+			fmt.Fprintf(os.Stderr, "%s is not set: run these tests with `make test-control-plane`\n", name)
+			return 1
+		}
+	}
+	repo, err := filepath.Abs("../../..")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "restage-gate-control-plane-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	controller := []string{"kubewarden-controller", "--dir", dir,
+		"--wasm", required["RESTAGE_GATE_WASM"], "--webhook-server", required["RESTAGE_GATE_WEBHOOK"]}
+	if ps := os.Getenv("POLICY_SERVER"); ps != "" {
+		controller = append(controller, "--policy-server", ps)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Options{
+		Dir:    dir,
+		Binary: required["CONTROL_PLANE"],
+		Nodes:  3,
+		Components: []cluster.Component{
+			{Name: "kubewarden-controller", Args: controller},
+			{Name: "servicebinding", Args: []string{"servicebinding", "--dir", dir}},
+		},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := 1
+	defer func() {
+		c.Stop()
+		if code == 0 && os.Getenv("KEEP_CONTROL_PLANE_LOGS") == "" {
+			_ = os.RemoveAll(dir)
+		} else {
+			fmt.Fprintf(os.Stderr, "control plane logs kept in %s\n", filepath.Join(dir, "logs"))
+		}
+	}()
+	config, err := c.RESTConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env.cluster = c
+	env.client = kubernetes.NewForConfigOrDie(config)
+	env.dynamic = dynamic.NewForConfigOrDie(config)
+	env.repo = repo
+	env.kubectl = filepath.Join(dir, "bin", "kubectl")
+	if err := os.Symlink(required["CONTROL_PLANE"], env.kubectl); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code = m.Run()
+	return code
+}

@@ -1,0 +1,97 @@
+// The setups of the README, installed as a user installs them: `kubectl apply` of the shipped
+// ClusterAdmissionPolicy files, then the README's `kubectl wait` until each is active.
+package scenarios
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// install makes the cluster's ClusterAdmissionPolicies exactly those of the files (paths from
+// the top of the repository, or documents written by the test) and waits until each is active.
+// Top-level tests run one after another, so each has its setup to itself; their subtests run
+// side by side within it.
+func install(t *testing.T, files ...string) {
+	t.Helper()
+	if out, err := kubectl("delete", "clusteradmissionpolicies", "--all", "--wait=true"); err != nil {
+		t.Fatalf("removing the previous setup: %v\n%s", err, out)
+	}
+	var names []string
+	args := []string{"apply"}
+	for _, f := range files {
+		args = append(args, "-f", f)
+		names = append(names, policyNames(t, f)...)
+	}
+	if out, err := kubectl(args...); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	wait := []string{"wait", "--for=jsonpath={.status.policyStatus}=active"}
+	for _, n := range names {
+		wait = append(wait, "clusteradmissionpolicy/"+n)
+	}
+	if out, err := kubectl(append(wait, "--timeout=3m")...); err != nil {
+		t.Fatalf("the policies never became active: %v\n%s", err, out)
+	}
+}
+
+// policyNames lists the ClusterAdmissionPolicies a file declares.
+func policyNames(t *testing.T, file string) []string {
+	t.Helper()
+	path := file
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(env.repo, file)
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, doc := range strings.Split(string(text), "\n---") {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if obj.Kind == "ClusterAdmissionPolicy" {
+			names = append(names, obj.Metadata.Name)
+		}
+	}
+	return names
+}
+
+// policyWithSettings writes a copy of a shipped policy file with its settings replaced, for
+// setups the README describes as edits of it (a maintenance window, reject mode).
+func policyWithSettings(t *testing.T, file string, edit func(policy map[string]any)) string {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join(env.repo, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy map[string]any
+	if err := yaml.Unmarshal(text, &policy); err != nil {
+		t.Fatal(err)
+	}
+	edit(policy)
+	out, err := yaml.Marshal(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "policy-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	path := filepath.Join(dir, filepath.Base(file))
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
