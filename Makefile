@@ -283,8 +283,11 @@ define go_missing
 echo "$(1): SKIPPED, Go is not installed (install Go 1.26 or newer, https://go.dev/doc/install; Debian: apt-get install golang-1.26)"
 endef
 
+CONTROL_PLANE_SOURCES := $(shell find $(CONTROL_PLANE_DIR) -name '*.go' -not -name '*_test.go') $(CONTROL_PLANE_DIR)/go.mod $(CONTROL_PLANE_DIR)/go.sum
+
 .PHONY: control-plane webhook-server test-control-plane cluster-up cluster-down
-control-plane:
+control-plane: $(CONTROL_PLANE)
+$(CONTROL_PLANE): $(CONTROL_PLANE_SOURCES)
 	@command -v $(GO) >/dev/null || { $(call go_missing,control-plane); exit 1; }
 	@k8s=$$(cd $(CONTROL_PLANE_DIR) && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes); \
 	minor=$$(echo $$k8s | cut -d. -f2); \
@@ -306,7 +309,7 @@ test-control-plane: policy.wasm
 	unformatted=$$(gofmt -l .); [ -z "$$unformatted" ] || { echo "gofmt: not formatted: $$unformatted"; exit 1; }; \
 	$(GO) vet ./...; \
 	CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/policy.wasm \
-	  $(GO) test -count=1 -timeout 30m ./...
+	  $(GO) test -count=1 -p 1 -timeout 30m ./...
 
 # A playground: the same control plane with restage-gate (policy.yaml, as the README installs it)
 # and the binding runtime, in the background. Its last line is the KUBECONFIG for kubectl.

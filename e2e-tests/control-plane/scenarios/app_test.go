@@ -266,6 +266,14 @@ func (a *app) waitFor(what string, done func() (bool, string)) {
 // on Korifi, and waits until the projector has written the binding into the workload.
 func (a *app) bind(service string) {
 	a.t.Helper()
+	a.createBinding(service)
+	a.waitProjected(service)
+}
+
+// createBinding creates the Secret and the ServiceBinding named `service`, whose binding
+// directory is `service` too.
+func (a *app) createBinding(service string) {
+	a.t.Helper()
 	ctx := context.Background()
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: service, Namespace: a.namespace},
@@ -286,7 +294,16 @@ func (a *app) bind(service string) {
 			"workload": map[string]any{"apiVersion": a.kind.apiVersion(), "kind": a.kind.Kind, "name": a.name},
 		},
 	}}
-	created, err := env.dynamic.Resource(serviceBindings).Namespace(a.namespace).Create(ctx, binding, metav1.CreateOptions{})
+	if _, err := env.dynamic.Resource(serviceBindings).Namespace(a.namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// waitProjected waits until the binding's projection is in the workload's pod template.
+func (a *app) waitProjected(service string) {
+	a.t.Helper()
+	ctx := context.Background()
+	created, err := env.dynamic.Resource(serviceBindings).Namespace(a.namespace).Get(ctx, service, metav1.GetOptions{})
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -344,6 +361,18 @@ func kubectlAs(kubeconfig string, args ...string) (string, error) {
 	cmd.Dir = env.repo
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// kubectlSplit runs kubectl in the app's namespace and returns what it printed on stdout and
+// on stderr (where it prints the API server's warnings) apart.
+func (a *app) kubectlSplit(args ...string) (stdout, stderr string, err error) {
+	cmd := exec.Command(env.kubectl, append([]string{"-n", a.namespace}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.cluster.Kubeconfig)
+	cmd.Dir = env.repo
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
 }
 
 // mustKubectl fails the test when kubectl does.

@@ -139,6 +139,7 @@ func TestDefer(t *testing.T) {
 	install(t, "policy.yaml")
 	for _, s := range deferScenarios {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
 			for _, k := range kinds {
 				if s.kinds != nil && !s.kinds(k) {
 					continue
@@ -152,6 +153,7 @@ func TestDefer(t *testing.T) {
 	}
 
 	t.Run("an unbind of a kind that holds unbinds replaces no pod", func(t *testing.T) {
+		t.Parallel()
 		eachKind(t, func(t *testing.T, k kind) {
 			if !holdsUnbinds(k) {
 				t.Skipf("a %s rolls an unbind now (the row above)", k.Kind)
@@ -168,6 +170,7 @@ func TestDefer(t *testing.T) {
 	})
 
 	t.Run("the owner's own template changes roll at once, by kubectl set env and by server-side apply", func(t *testing.T) {
+		t.Parallel()
 		eachKind(t, func(t *testing.T, k kind) {
 			a := newApp(t, k)
 			before := a.running()

@@ -117,6 +117,18 @@ func (k kind) rolledOut(obj *unstructured.Unstructured) (bool, string) {
 		if status("updatedReplicas") != int64(k.Pods) || status("availableReplicas") != int64(k.Pods) || status("replicas") != int64(k.Pods) {
 			return false, fmt.Sprintf("%d updated, %d available, %d in all", status("updatedReplicas"), status("availableReplicas"), status("replicas"))
 		}
+		// The controller says so in its Progressing condition, which restage-gate reads too.
+		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		complete := false
+		for _, c := range conditions {
+			condition, _ := c.(map[string]any)
+			if condition["type"] == "Progressing" && condition["reason"] == "NewReplicaSetAvailable" {
+				complete = true
+			}
+		}
+		if !complete {
+			return false, "the Progressing condition does not say NewReplicaSetAvailable"
+		}
 	}
 	return true, ""
 }

@@ -71,7 +71,8 @@ func run(m *testing.M) int {
 		Nodes:  3,
 		Components: []cluster.Component{
 			{Name: "kubewarden-controller", Args: controller},
-			{Name: "servicebinding", Args: []string{"servicebinding", "--dir", dir}},
+			{Name: "servicebinding-webhook", Args: []string{"servicebinding", "--part", "webhook", "--dir", dir}},
+			{Name: "servicebinding-controller", Args: []string{"servicebinding", "--part", "controller", "--dir", dir}},
 		},
 	})
 	if err != nil {
@@ -100,6 +101,21 @@ func run(m *testing.M) int {
 	if err := os.Symlink(required["CONTROL_PLANE"], env.kubectl); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	// The components install their resources as they start: wait for them as a user would.
+	for _, wait := range [][]string{
+		{"wait", "--for=create", "--timeout=2m", "crd/clusteradmissionpolicies.policies.kubewarden.io", "crd/servicebindings.servicebinding.io"},
+		{"wait", "--for=condition=established", "--timeout=2m", "crd/clusteradmissionpolicies.policies.kubewarden.io", "crd/servicebindings.servicebinding.io"},
+		{"wait", "--for=create", "--timeout=2m", "mutatingwebhookconfiguration/servicebinding-admission-projector"},
+	} {
+		if out, err := kubectl(wait...); err != nil {
+			fmt.Fprintf(os.Stderr, "kubectl %v: %v\n%s", wait, err, out)
+			return code
+		}
+	}
+	if err := createCanary(); err != nil {
+		fmt.Fprintf(os.Stderr, "creating the canary: %v\n", err)
+		return code
 	}
 	code = m.Run()
 	return code

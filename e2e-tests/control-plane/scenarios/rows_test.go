@@ -38,8 +38,9 @@ func (r row) cells() []string {
 // own deletes and scale-ups made), rollouts the templates they were made from.
 func (a *app) measure(restage func()) row {
 	a.t.Helper()
-	before := a.restartsSince(a.baseline) - a.userMade
 	var at *[2]int
+	restarts := func() int { return a.restartsSince(a.baseline) - a.userMade }
+	before := restarts()
 	if restage != nil {
 		mark := a.snapshotSeen()
 		made := a.userMade
@@ -48,7 +49,13 @@ func (a *app) measure(restage func()) row {
 		restarts := a.restartsSince(mark) - (a.userMade - made)
 		at = &[2]int{restarts, a.rolloutsSince(mark)}
 	} else {
-		a.settled("the scenario's last write")
+		if a.held() {
+			a.settled("the scenario's last write")
+		} else {
+			// Nothing holds it: whatever the last write changed rolls out to the end.
+			a.waitRolledOut("the scenario's rollout")
+		}
+		before = restarts()
 	}
 	return row{restartsBefore: before, atRestage: at, podsSee: a.podsSeeCell()}
 }

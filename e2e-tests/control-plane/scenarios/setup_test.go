@@ -3,10 +3,12 @@
 package scenarios
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -36,6 +38,64 @@ func install(t *testing.T, files ...string) {
 	if out, err := kubectl(append(wait, "--timeout=3m")...); err != nil {
 		t.Fatalf("the policies never became active: %v\n%s", err, out)
 	}
+	for _, n := range names {
+		waitCalled(t, "clusterwide-"+n)
+	}
+}
+
+// The canary is a workload every setup's policies match, written by install's probes only.
+const (
+	canaryNamespace = "restage-gate-canary"
+	canary          = "deployment/canary"
+)
+
+// createCanary makes the canary: a Deployment of no pods.
+func createCanary() error {
+	if out, err := kubectl("create", "namespace", canaryNamespace); err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	if out, err := kubectl("-n", canaryNamespace, "create", "deployment", "canary", "--image=registry.example.com/canary:1", "--replicas=0"); err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
+}
+
+// waitCalled waits until the API server calls the policy's webhook: it reads webhook
+// configurations through a watch, so a policy marked active may not be called for a moment.
+// Each probe is a server-side dry run on the canary, which the policy server logs.
+func waitCalled(t *testing.T, policyID string) {
+	t.Helper()
+	if os.Getenv("POLICY_SERVER") != "" {
+		// A real policy-server logs in its own format: give the watch time instead.
+		time.Sleep(3 * time.Second)
+		return
+	}
+	log := filepath.Join(env.cluster.Dir, "policy-server", "server.log")
+	calls := func() int {
+		text, _ := os.ReadFile(log)
+		return countCanary(string(text), policyID)
+	}
+	for probe := 0; probe < 60; probe++ {
+		before := calls()
+		if out, err := kubectl("-n", canaryNamespace, "annotate", "--dry-run=server", canary, fmt.Sprintf("restage-gate.test/probe=%d", probe), "--overwrite"); err != nil {
+			t.Fatalf("probing %s: %v\n%s", policyID, err, out)
+		}
+		if calls() > before {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("the API server never called %s", policyID)
+}
+
+func countCanary(log, policyID string) int {
+	n := 0
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "policy="+policyID+" ") && strings.Contains(line, "namespace="+canaryNamespace+" ") {
+			n++
+		}
+	}
+	return n
 }
 
 // policyNames lists the ClusterAdmissionPolicies a file declares.

@@ -34,8 +34,9 @@ import (
 )
 
 // DefaultResync is how often RunController reconciles every ServiceBinding again without a
-// change. The runtime's manager resyncs far less often; a harness wants to see it happen.
-const DefaultResync = 10 * time.Second
+// change: controller-runtime's default sync period, which the runtime's manager keeps. A shorter
+// one would fold bindings into no-op writes far more often than a cluster does.
+const DefaultResync = 10 * time.Hour
 
 // ControllerOptions tune a Controller.
 type ControllerOptions struct {

@@ -27,8 +27,6 @@
 //   - The runtime's servicebinding-trigger validating webhook, which re-reconciles a binding when
 //     its workload or provisioned service is written, is replaced by watches on those kinds; they
 //     fire once the write is stored instead of while it is admitted.
-//   - The informer resync defaults to DefaultResync, much shorter than the runtime's, so that a
-//     harness sees periodic re-reconciliation.
 //   - No validating, defaulting or conversion webhooks for the runtime's own kinds (the CRD
 //     bases declare no conversion), no events, no leader election, no VMware migration hooks.
 //   - The webhook's JSON Patch is computed with gomodules.xyz/jsonpatch/v2 where the runtime's

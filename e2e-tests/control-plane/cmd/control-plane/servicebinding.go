@@ -1,6 +1,9 @@
 // `servicebinding`: the servicebinding.io runtime of the control plane: its CRDs, the
-// ServiceBinding controller that projects bindings into workloads, and the projector's admission
-// webhook (package servicebinding says what is the runtime's and what stands in for it).
+// ServiceBinding controller that projects bindings into workloads (`--part controller`), and the
+// projector's admission webhook (`--part webhook`), each its own process so that a scenario can
+// hold the controller back (SIGSTOP) while the webhook goes on folding bindings into other writes,
+// as a busy controller does (package servicebinding says what is the runtime's and what stands
+// in for it).
 package main
 
 import (
@@ -10,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 
@@ -17,8 +21,13 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/restage-gate/restage-gate/e2e-tests/control-plane/internal/certs"
@@ -35,8 +44,12 @@ func runServiceBinding(args []string) error {
 	flags := flag.NewFlagSet("servicebinding", flag.ContinueOnError)
 	kubeconfig := flags.String("kubeconfig", "", "the admin kubeconfig")
 	dir := flags.String("dir", "", "the run's directory (its pki/ holds the authority)")
+	part := flags.String("part", "", "controller or webhook")
 	if err := flags.Parse(args); err != nil {
 		return err
+	}
+	if *part != "controller" && *part != "webhook" {
+		return fmt.Errorf("--part is controller or webhook, not %q", *part)
 	}
 	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -59,7 +72,10 @@ func runServiceBinding(args []string) error {
 		}
 	}
 
-	controller, err := servicebinding.NewController(config, servicebinding.ControllerOptions{})
+	if *part == "controller" {
+		return servicebinding.RunController(ctx, config)
+	}
+	source, err := newBindingCache(ctx, config)
 	if err != nil {
 		return err
 	}
@@ -87,7 +103,7 @@ func runServiceBinding(args []string) error {
 	_ = os.Remove(readyFile)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	served := make(chan error, 1)
-	go func() { served <- servicebinding.ServeWebhook(ctx, addr, certFile, keyFile, readyFile, controller) }()
+	go func() { served <- servicebinding.ServeWebhook(ctx, addr, certFile, keyFile, readyFile, source) }()
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		select {
 		case err := <-served:
@@ -104,7 +120,6 @@ func runServiceBinding(args []string) error {
 	if _, err := webhooks.Create(ctx, configuration, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	go func() { served <- controller.Run(ctx) }()
 	select {
 	case err := <-served:
 		return err
@@ -126,4 +141,45 @@ func waitEstablished(ctx context.Context, client apiextensionsclient.Interface, 
 		}
 		return false, nil
 	})
+}
+
+// bindingCache is what the webhook reads the ServiceBindings from: a watch of them all.
+type bindingCache struct {
+	informer cache.SharedIndexInformer
+}
+
+func newBindingCache(ctx context.Context, config *rest.Config) (*bindingCache, error) {
+	client, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+	informer := factory.ForResource(servicebinding.ServiceBindingsResource).Informer()
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return nil, ctx.Err()
+	}
+	return &bindingCache{informer: informer}, nil
+}
+
+// Bindings lists a namespace's ServiceBindings by name.
+func (b *bindingCache) Bindings(_ context.Context, namespace string) ([]servicebinding.Binding, error) {
+	objs, err := b.informer.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return nil, err
+	}
+	var out []servicebinding.Binding
+	for _, obj := range objs {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		binding, err := servicebinding.BindingFromUnstructured(u)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, binding)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }

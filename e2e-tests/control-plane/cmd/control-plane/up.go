@@ -61,7 +61,8 @@ func up(args []string) error {
 	}
 	c, err := cluster.Start(ctx, cluster.Options{Dir: abs, Binary: self, Nodes: *nodes, Components: []cluster.Component{
 		{Name: "kubewarden-controller", Args: controller},
-		{Name: "servicebinding", Args: []string{"servicebinding", "--dir", abs}},
+		{Name: "servicebinding-webhook", Args: []string{"servicebinding", "--part", "webhook", "--dir", abs}},
+		{Name: "servicebinding-controller", Args: []string{"servicebinding", "--part", "controller", "--dir", abs}},
 	}})
 	if err != nil {
 		return err

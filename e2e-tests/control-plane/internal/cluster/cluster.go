@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -197,6 +198,17 @@ func (c *Cluster) Exited() error {
 		}
 	}
 	return nil
+}
+
+// Signal sends a signal to the component of that name: a scenario stops (SIGSTOP) and resumes
+// (SIGCONT) a controller to stand for one that is busy.
+func (c *Cluster) Signal(name string, sig syscall.Signal) error {
+	for _, p := range c.processes {
+		if p.name == name {
+			return p.cmd.Process.Signal(sig)
+		}
+	}
+	return fmt.Errorf("no component %q", name)
 }
 
 // RESTConfig is the admin's client configuration.

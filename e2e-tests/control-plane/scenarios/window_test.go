@@ -1,0 +1,254 @@
+// The window job of window-release.yaml on the real API server: its command, as its CronJob
+// runs it, sent with a token of its own ServiceAccount under the shipped RBAC and
+// ValidatingAdmissionPolicy; outside a maintenance window it stores nothing, inside one it
+// releases every held workload once; and the writes its token must not make are refused.
+package scenarios
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	jobNamespace      = "kubewarden"
+	jobServiceAccount = "restage-gate-window-release"
+)
+
+// alwaysOpen is a maintenance window that is open whenever the test runs.
+var alwaysOpen = []any{map[string]any{"days": []any{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, "start": "00:00", "end": "00:00"}}
+
+// installJob applies window-release.yaml as docs/install.md says, in Kubewarden's namespace,
+// and returns a kubeconfig holding a token of the job's ServiceAccount.
+func installJob(t *testing.T) string {
+	t.Helper()
+	if _, err := kubectl("get", "namespace", jobNamespace); err != nil {
+		if out, err := kubectl("create", "namespace", jobNamespace); err != nil {
+			t.Fatalf("creating the namespace %s: %v\n%s", jobNamespace, err, out)
+		}
+	}
+	if out, err := kubectl("apply", "-f", "window-release.yaml"); err != nil {
+		t.Fatalf("kubectl apply -f window-release.yaml: %v\n%s", err, out)
+	}
+	token, err := kubectl("create", "token", jobServiceAccount, "-n", jobNamespace)
+	if err != nil {
+		t.Fatalf("kubectl create token: %v\n%s", err, token)
+	}
+	config := map[string]any{
+		"apiVersion": "v1", "kind": "Config", "current-context": "job",
+		"clusters": []any{map[string]any{"name": "c", "cluster": map[string]any{
+			"server": env.cluster.Server, "certificate-authority": filepath.Join(env.cluster.Dir, "pki", "ca.crt")}}},
+		"users":    []any{map[string]any{"name": "job", "user": map[string]any{"token": strings.TrimSpace(token)}}},
+		"contexts": []any{map[string]any{"name": "job", "context": map[string]any{"cluster": "c", "user": "job"}}},
+	}
+	text, err := yaml.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "job.kubeconfig")
+	if err := os.WriteFile(path, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// jobCommand is the kubectl arguments of the CronJob's container, as shipped.
+func jobCommand(t *testing.T) []string {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join(env.repo, "window-release.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(text), "\n---") {
+		var cron struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				JobTemplate struct {
+					Spec struct {
+						Template struct {
+							Spec struct {
+								Containers []struct {
+									Command []string `json:"command"`
+									Args    []string `json:"args"`
+								} `json:"containers"`
+							} `json:"spec"`
+						} `json:"template"`
+					} `json:"spec"`
+				} `json:"jobTemplate"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &cron); err != nil {
+			t.Fatal(err)
+		}
+		if cron.Kind == "CronJob" {
+			c := cron.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+			if len(c.Command) != 1 || filepath.Base(c.Command[0]) != "kubectl" {
+				t.Fatalf("the job runs %v, not kubectl", c.Command)
+			}
+			return c.Args
+		}
+	}
+	t.Fatal("window-release.yaml has no CronJob")
+	return nil
+}
+
+// heldApps makes one held app of each kind.
+func heldApps(t *testing.T) []*app {
+	t.Helper()
+	var apps []*app
+	for _, k := range kinds {
+		a := newApp(t, k)
+		a.bind("orders-db")
+		a.settled("the bind")
+		if !a.held() {
+			t.Fatalf("%s not held after the bind: %s", k.Kind, describe(a))
+		}
+		apps = append(apps, a)
+	}
+	return apps
+}
+
+func TestWindowJob(t *testing.T) {
+	t.Run("outside every maintenance window the job's tick stores nothing", func(t *testing.T) {
+		install(t, "policy.yaml")
+		job := installJob(t)
+		apps := heldApps(t)
+		stored := map[*app]string{}
+		for _, a := range apps {
+			stored[a] = a.storedState()
+		}
+		for tick := 0; tick < 2; tick++ {
+			if out, err := kubectlAs(job, jobCommand(t)...); err != nil {
+				t.Fatalf("the job's tick failed: %v\n%s", err, out)
+			}
+		}
+		for _, a := range apps {
+			a.settled("the ticks")
+			if got := a.storedState(); got != stored[a] {
+				t.Errorf("%s: the job's ticks stored a change outside every window:\nbefore %s\nafter  %s", a.kind.Kind, stored[a], got)
+			}
+			if !a.held() {
+				t.Errorf("%s released outside every window: %s", a.kind.Kind, describe(a))
+			}
+		}
+	})
+
+	t.Run("inside a maintenance window the job's first tick releases every held workload once, the second stores nothing", func(t *testing.T) {
+		open := policyWithSettings(t, "policy.yaml", func(policy map[string]any) {
+			policy["spec"].(map[string]any)["settings"] = map[string]any{"mode": "defer", "maintenanceWindows": alwaysOpen}
+		})
+		// Held first, under a policy with no window, then the window opens.
+		install(t, "policy.yaml")
+		job := installJob(t)
+		apps := heldApps(t)
+		install(t, open)
+		if out, err := kubectlAs(job, jobCommand(t)...); err != nil {
+			t.Fatalf("the job's tick failed: %v\n%s", err, out)
+		}
+		for _, a := range apps {
+			a.waitRolledOut("the window's release")
+			if ever := a.podsEver(); ever != 2*a.kind.Pods {
+				t.Errorf("%s: %d pods were ever created, want %d: one rollout", a.kind.Kind, ever, 2*a.kind.Pods)
+			}
+			for _, sees := range a.podsSee() {
+				if sees != "orders-db" {
+					t.Errorf("%s: after the release the pods see %v", a.kind.Kind, a.podsSee())
+				}
+			}
+			if a.held() || a.object().GetLabels()[heldLabel] != "" {
+				t.Errorf("%s still held: %s", a.kind.Kind, describe(a))
+			}
+		}
+		stored := map[*app]string{}
+		for _, a := range apps {
+			stored[a] = a.storedState()
+		}
+		if out, err := kubectlAs(job, jobCommand(t)...); err != nil {
+			t.Fatalf("the job's second tick failed: %v\n%s", err, out)
+		}
+		for _, a := range apps {
+			if got := a.storedState(); got != stored[a] {
+				t.Errorf("%s: the second tick stored a change:\nbefore %s\nafter  %s", a.kind.Kind, stored[a], got)
+			}
+		}
+	})
+
+	t.Run("the job's token cannot change anything else, inside a window or out", func(t *testing.T) {
+		open := policyWithSettings(t, "policy.yaml", func(policy map[string]any) {
+			policy["spec"].(map[string]any)["settings"] = map[string]any{"mode": "defer", "maintenanceWindows": alwaysOpen}
+		})
+		install(t, "policy.yaml")
+		job := installJob(t)
+		apps := heldApps(t)
+		release := `"metadata":{"annotations":{"restage-gate.io/release":"window"}}`
+		attacks := map[string]map[string]string{
+			"StatefulSet": {
+				"a release with maxUnavailable 100%": `{` + release + `,"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":0,"maxUnavailable":"100%"}}}}`,
+				"a release with another partition":   `{` + release + `,"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":2}}}}`,
+			},
+			"DaemonSet": {
+				"a release with maxUnavailable 100%": `{` + release + `,"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"100%","maxSurge":0}}}}`,
+			},
+			"Deployment": {
+				"a release that scales": `{` + release + `,"spec":{"paused":false,"replicas":10}}`,
+			},
+		}
+		common := map[string]string{
+			"a change of replicas":  `{"spec":{"replicas":7}}`,
+			"another label":         `{"metadata":{"labels":{"team":"attacker"}}}`,
+			"a release and a label": `{` + release + `,"metadata":{"labels":{"team":"attacker"}}}`,
+		}
+		for _, windowOpen := range []bool{false, true} {
+			if windowOpen {
+				install(t, open)
+			}
+			for _, a := range apps {
+				writes := map[string]string{}
+				for name, patch := range common {
+					if name == "a change of replicas" && a.kind.Kind == "DaemonSet" {
+						continue
+					}
+					writes[name] = patch
+				}
+				for name, patch := range attacks[a.kind.Kind] {
+					writes[name] = patch
+				}
+				for name, patch := range writes {
+					before := a.storedState()
+					out, err := kubectlAs(job, "-n", a.namespace, "patch", a.kind.resourceName(a.name), "--type", "merge", "-p", patch)
+					if err == nil {
+						t.Errorf("%s (window open: %v): the job's token made %s:\n%s", a.kind.Kind, windowOpen, name, out)
+						continue
+					}
+					if !strings.Contains(out, "restage-gate-window-release") {
+						t.Errorf("%s (window open: %v): %s was refused, but not by the job's admission policy:\n%s", a.kind.Kind, windowOpen, name, out)
+					}
+					if got := a.storedState(); got != before {
+						t.Errorf("%s: %s stored a change", a.kind.Kind, name)
+					}
+				}
+			}
+		}
+		// Its token writes nothing outside the kinds it releases.
+		if out, err := kubectlAs(job, "-n", apps[0].namespace, "create", "configmap", "x", "--from-literal=a=b"); err == nil {
+			t.Errorf("the job's token created a config map:\n%s", out)
+		}
+	})
+}
+
+// storedState is the workload as its controllers and users read it: everything but its status,
+// its resourceVersion and its managedFields. The job's first write outside a window is stored as
+// a managedFields entry alone (the API server records kubectl-annotate as the manager of the
+// annotation restage-gate then removed): no field a controller reads changes, and the
+// generation stays.
+func (a *app) storedState() string {
+	obj := a.object()
+	unstructured.RemoveNestedField(obj.Object, "status")
+	unstructured.RemoveNestedField(obj.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+	return toString(obj.Object)
+}
