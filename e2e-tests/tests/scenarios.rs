@@ -220,7 +220,8 @@ fn held_with_binds(c: Cluster) -> Cluster {
 }
 
 /// The window job runs twice on a held workload outside every window: it writes, the policy
-/// drops its annotation and keeps the hold, so the API server stores nothing and nothing rolls.
+/// drops its annotation and keeps the hold, so no field changes and nothing rolls (a real API
+/// server still records the job's first write in managedFields: docs/testing.md).
 fn window_job_outside_every_window(c: Cluster) -> Row {
     let mut c = held_with_binds(c);
     let held = c.object.clone();
@@ -232,7 +233,7 @@ fn window_job_outside_every_window(c: Cluster) -> Row {
         assert_eq!(
             c.unchanged_writes,
             unchanged + 1,
-            "tick {tick}: stores nothing"
+            "tick {tick}: changes no field"
         );
     }
     assert_held(&c, &held_pending);
@@ -704,12 +705,12 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             kinds: every,
-            name: "held ({held}), then the window job runs twice, no maintenance window configured (stores nothing)",
+            name: "held ({held}), then the window job runs twice, no maintenance window configured (changes no field)",
             run: |k, o| window_job_outside_every_window(app(k, o)),
         },
         Scenario {
             kinds: every,
-            name: "held ({held}), then the window job runs twice outside the maintenance window (stores nothing)",
+            name: "held ({held}), then the window job runs twice outside the maintenance window (changes no field)",
             run: |k, o| window_job_outside_every_window(app_with(k, o, Mode::Defer, window_closed(SystemTime::now()))),
         },
         Scenario {
