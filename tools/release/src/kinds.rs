@@ -2,9 +2,10 @@
 //! (`restage_gate::workload::KINDS`, handed in as [`HeldKind`]s): the webhook rules of
 //! `metadata.yml` and of the install manifests (one rule per API group), the Artifact Hub
 //! resources, `window-release.yaml`'s resources, RBAC rules, admission policy match and per-kind
-//! control maps, the install guide's webhook example, the uninstall procedure's commands and the
-//! lists of kinds in README.md and docs/install.md. `make kinds` writes them; `make test` fails
-//! while one is stale (`tools/release/tests/kinds.rs`).
+//! control maps (each control's field, held value, remembered annotation, default and keys), the
+//! install guide's webhook example, the uninstall procedure's commands and the lists of kinds in
+//! README.md and docs/install.md. `make kinds` writes them; `make test` fails while one is stale
+//! (`tools/release/tests/kinds.rs`).
 //!
 //! YAML is edited in place, the text under a key replaced and its comments kept. In Markdown a
 //! list in prose sits between `<!-- kinds:FORM -->` and `<!-- /kinds -->` (FORM says how it is
@@ -33,8 +34,76 @@ pub struct HeldKind {
     pub default: Value,
     /// The annotation that remembers the replaced control.
     pub remembered: String,
+    /// The keys of a control that is an object, each with its own members when its value is
+    /// an object too; none for a control that is one value ([`control_keys`]).
+    pub control_keys: Vec<ControlKey>,
     /// The command that applies held changes now, for the workload `NAME` in `NAMESPACE`.
     pub apply_now: String,
+}
+
+/// A key a control that is an object can have: `type`, `rollingUpdate`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControlKey {
+    pub name: String,
+    /// The members of its value when that is an object; none for a plain value.
+    pub members: Vec<ControlMember>,
+}
+
+/// A member of a control's key whose value is an object: `partition`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControlMember {
+    pub name: String,
+    /// The value the API server writes when a write leaves the member out: a remembered
+    /// control without the member is stored with it.
+    pub filled: Value,
+}
+
+/// The members the API's object controls have below their keys (k8s.io/api `apps/v1`: each
+/// update strategy's `rollingUpdate`), each with the value the API server fills in when a write
+/// leaves it out (`SetDefaults_…` of `k8s.io/kubernetes/pkg/apis/apps/v1`; a StatefulSet's
+/// `maxUnavailable` from Kubernetes 1.37). Which of them a kind's control takes is asked of the
+/// kind, by [`control_keys`].
+pub const CONTROL_MEMBERS: [(&str, i64); 3] =
+    [("maxSurge", 0), ("maxUnavailable", 1), ("partition", 0)];
+
+/// The keys of a kind's control, from what the kind answers: its API default (`default`, which
+/// has every key of a defaulted control) and which values it accepts (`accepts`, restage-gate's
+/// `Workload::accepts`). A key whose default value is an object has that value's members, filled
+/// in as the default has them, and each member of [`CONTROL_MEMBERS`] the kind accepts there.
+/// Sorted, as serde_json writes the JSON restage-gate remembers.
+pub fn control_keys(default: &Value, accepts: impl Fn(&Value) -> bool) -> Vec<ControlKey> {
+    let Some(keys) = default.as_object() else {
+        return Vec::new();
+    };
+    let mut out: Vec<ControlKey> = keys
+        .iter()
+        .map(|(name, value)| {
+            let mut members: Vec<ControlMember> = Vec::new();
+            if let Some(own) = value.as_object() {
+                members.extend(own.iter().map(|(member, filled)| ControlMember {
+                    name: member.clone(),
+                    filled: filled.clone(),
+                }));
+                for (member, filled) in CONTROL_MEMBERS {
+                    let mut probe = default.clone();
+                    probe[name.as_str()][member] = Value::from(filled);
+                    if !own.contains_key(member) && accepts(&probe) {
+                        members.push(ControlMember {
+                            name: member.to_string(),
+                            filled: Value::from(filled),
+                        });
+                    }
+                }
+                members.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+            ControlKey {
+                name: name.clone(),
+                members,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
 /// What restage-gate writes on a held workload besides a kind's remembered annotation, which
@@ -558,9 +627,77 @@ fn window_release(text: &str, kinds: &[HeldKind]) -> Result<String, String> {
     let text = expression(&text, "control", &|i| {
         cel_map(kinds, i, |k| format!("'{}'", k.control[1]))
     })?;
-    expression(&text, "heldControl", &|i| {
+    let text = expression(&text, "heldControl", &|i| {
         cel_map(kinds, i, |k| format!("dyn({})", cel(&k.held)))
+    })?;
+    let text = expression(&text, "rememberedAnnotation", &|i| {
+        cel_map(kinds, i, |k| cel_string(&k.remembered))
+    })?;
+    // As restage-gate remembers a control that was absent: the default, as serde_json writes it.
+    let text = expression(&text, "defaultControl", &|i| {
+        cel_map(kinds, i, |k| cel_string(&k.default.to_string()))
+    })?;
+    let text = expression(&text, "controlKeys", &|i| {
+        cel_map(kinds, i, |k| {
+            let keys: Vec<String> = sorted_keys(k).iter().map(|c| cel_string(&c.name)).collect();
+            format!("dyn([{}])", keys.join(", "))
+        })
+    })?;
+    let text = expression(&text, "memberKeys", &|i| {
+        cel_map(kinds, i, |k| {
+            let keys: Vec<String> = objects(k)
+                .map(|c| {
+                    let members: Vec<String> =
+                        c.members.iter().map(|m| cel_string(&m.name)).collect();
+                    format!("{}: [{}]", cel_string(&c.name), members.join(", "))
+                })
+                .collect();
+            format!("dyn({{{}}})", keys.join(", "))
+        })
+    })?;
+    expression(&text, "filledMembers", &|i| {
+        cel_map(kinds, i, |k| {
+            let keys: Vec<String> = objects(k)
+                .map(|c| {
+                    let members: Vec<String> = c
+                        .members
+                        .iter()
+                        .map(|m| {
+                            format!(
+                                "{}: {}",
+                                cel_string(&m.name),
+                                cel_string(&m.filled.to_string())
+                            )
+                        })
+                        .collect();
+                    format!("{}: {{{}}}", cel_string(&c.name), members.join(", "))
+                })
+                .collect();
+            format!("dyn({{{}}})", keys.join(", "))
+        })
     })
+}
+
+/// The keys of a kind's control, members included, sorted as serde_json writes them (by bytes):
+/// the admission policy writes the control's JSON in this order, as CEL cannot sort on every
+/// Kubernetes it supports.
+fn sorted_keys(k: &HeldKind) -> Vec<ControlKey> {
+    let mut keys = k.control_keys.clone();
+    keys.sort_by(|a, b| a.name.cmp(&b.name));
+    for key in &mut keys {
+        key.members.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    keys
+}
+
+/// The keys of a kind's control whose value is an object, sorted.
+fn objects(k: &HeldKind) -> impl Iterator<Item = ControlKey> {
+    sorted_keys(k).into_iter().filter(|c| !c.members.is_empty())
+}
+
+/// A CEL string literal.
+fn cel_string(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
 /// The header line of `window-release.yaml` after which the kinds its jobs annotate are
@@ -1060,6 +1197,41 @@ pub fn kind_table_problems(readme: &str, kinds: &[HeldKind]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// A made-up kind's strategy: `rollingUpdate` takes `maxSurge` (at most 1), nothing else.
+    fn accepts(control: &Value) -> bool {
+        let rolling = control["rollingUpdate"].as_object();
+        rolling.is_some_and(|r| {
+            r.iter()
+                .all(|(k, v)| k == "maxSurge" && v.as_i64().is_some_and(|n| n <= 1))
+        })
+    }
+
+    #[test]
+    fn a_controls_keys_are_its_defaults_and_the_members_its_kind_accepts_sorted() {
+        let default = json!({"type": "Rolling", "rollingUpdate": {"maxSurge": 1}});
+        let keys = control_keys(&default, accepts);
+        let names: Vec<&str> = keys.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["rollingUpdate", "type"]);
+        assert_eq!(
+            keys[0].members,
+            [ControlMember {
+                name: "maxSurge".into(),
+                filled: json!(1)
+            }],
+            "the default's own value filled in; members the kind refuses left out"
+        );
+        assert!(keys[1].members.is_empty());
+        let more = |c: &Value| c["rollingUpdate"].as_object().is_some_and(|r| r.len() <= 2);
+        let names: Vec<String> = control_keys(&default, more)[0]
+            .members
+            .iter()
+            .map(|m| m.name.clone())
+            .collect();
+        assert_eq!(names, ["maxSurge", "maxUnavailable", "partition"]);
+        assert_eq!(control_keys(&json!(false), accepts), Vec::new());
+    }
 
     #[test]
     fn only_the_window_job_manifests_it_wrote_count_as_generated() {

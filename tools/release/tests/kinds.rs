@@ -30,6 +30,7 @@ fn held() -> Vec<HeldKind> {
                 held: w.held_control(),
                 default: w.default_control(),
                 remembered: w.remembered_annotation().into(),
+                control_keys: generated::control_keys(&w.default_control(), |c| w.accepts(c)),
                 apply_now: w.apply_held_now("NAMESPACE", "NAME"),
             }
         })
@@ -133,8 +134,54 @@ fn widget() -> HeldKind {
         held: json!(true),
         default: json!(false),
         remembered: "restage-gate.io/original-widget-paused".into(),
+        control_keys: Vec::new(),
         apply_now: "kubectl patch widget/NAME -n NAMESPACE --type merge -p {}".into(),
     }
+}
+
+/// The admission policy of window-release.yaml writes a released control's JSON with the keys
+/// of [`HeldKind::control_keys`]: they are every key restage-gate can restore, those of the
+/// kind's default and held controls and each member the kind accepts, and no other.
+#[test]
+fn each_kinds_control_keys_are_those_restage_gate_can_restore() {
+    let mut members_used = BTreeSet::new();
+    for (k, w) in held().iter().zip(kinds()) {
+        let keys: Vec<&str> = k.control_keys.iter().map(|c| c.name.as_str()).collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(keys, sorted, "{}: sorted", k.kind);
+        for control in [w.default_control(), w.held_control()] {
+            for (key, value) in control.as_object().into_iter().flatten() {
+                let declared = k.control_keys.iter().find(|c| c.name == *key);
+                let declared = declared.unwrap_or_else(|| panic!("{}: {key}", k.kind));
+                for member in value.as_object().into_iter().flatten().map(|(m, _)| m) {
+                    assert!(
+                        declared.members.iter().any(|m| m.name == *member),
+                        "{}: {key}.{member}",
+                        k.kind
+                    );
+                }
+            }
+        }
+        for key in &k.control_keys {
+            for member in &key.members {
+                let mut probe = w.default_control();
+                probe[key.name.as_str()][member.name.as_str()] = member.filled.clone();
+                assert!(w.accepts(&probe), "{}: {probe}", k.kind);
+                members_used.insert(member.name.clone());
+            }
+            if !key.members.is_empty() {
+                let mut probe = w.default_control();
+                probe[key.name.as_str()]["surge"] = json!(1);
+                assert!(!w.accepts(&probe), "{}: a member no kind has", k.kind);
+            }
+        }
+    }
+    let vocabulary: BTreeSet<String> = generated::CONTROL_MEMBERS
+        .iter()
+        .map(|(m, _)| m.to_string())
+        .collect();
+    assert_eq!(members_used, vocabulary, "each member some kind's");
 }
 
 /// The generated text of `name`.

@@ -2,17 +2,19 @@
 //! it: its match conditions, then its variables in order (each seeing the earlier ones as
 //! `variables.NAME`), then its validations, on `request`, `object` (as stored, after every
 //! mutating webhook) and `oldObject`. The objects are the project's fixtures held by the test
-//! kit, and what restage-gate answers to the job's write, in a maintenance window and outside
-//! every window.
+//! kit or by restage-gate itself, what restage-gate answers to the job's write, in a maintenance
+//! window and outside every window, and what a stolen token of the job could send instead.
 //!
 //! The interpreter is cel-rust, not the API server's cel-go: what the expressions use lies in
-//! their common part (`has()`, `in` on maps and lists, `startsWith`, `exists`, `filter`, `map`,
-//! `size`, `dyn`, map and list equality, and the strings extension's `join`). What only the API
-//! server checks, and no test here: each expression type-checked against each matched kind's
-//! schema (`dyn(...)` keeps the fields of `spec` and `metadata` out of it), a list or map literal
-//! whose elements differ in type refused (the one mixed literal, `heldControl`'s, wraps each
-//! value in `dyn()`), and the cost limits. JSON integers are `uint` here and `int` there; the
-//! expressions only compare values read from the same objects.
+//! their common part (`has()`, `in` on maps and lists, `startsWith`, `contains`, `exists`,
+//! `all`, `filter`, `map`, `size`, `dyn`, `type()` compared with `string` and `bool`,
+//! `string()` of an integer, `+` on strings, conditionals, map and list equality, and the
+//! strings extension's `join`). What only the API server checks, and no test here: each
+//! expression type-checked against each matched kind's schema (`dyn(...)` keeps the fields of
+//! `spec` and `metadata` out of it), a list or map literal whose elements differ in type refused
+//! (the per-kind maps wrap each value in `dyn()`), and the cost limits. JSON integers are `uint`
+//! here and `int` there: the expressions compare values read from the same objects, and write
+//! integers as JSON with `string()`, which is the same decimal for both.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,13 +25,16 @@ use restage_gate::markers::{
     HELD_LABEL, HELD_SINCE_ANNOTATION, MARKER_PREFIX, PENDING_ANNOTATION, RELEASE_ANNOTATION,
     RELEASE_IN_WINDOW,
 };
+use restage_gate::workload::{self, Workload};
 use restage_gate_testkit::admission::{request, validation_request};
-use restage_gate_testkit::edit::{set, with};
-use restage_gate_testkit::fixtures::{kinds, unbound};
+use restage_gate_testkit::edit::{remove, set, with};
+use restage_gate_testkit::fixtures::{kinds, orders_binding, unbound};
 use restage_gate_testkit::hold::{
-    control_path, default_control, held, held_control, is_held, markers_on, remembered_annotation,
+    annotation, control_path, default_control, held, held_control, is_held, label_path, markers_on,
+    remembered_annotation,
 };
 use restage_gate_testkit::kubectl::annotate;
+use restage_gate_testkit::projector::bind;
 use serde_json::{json, Value};
 
 use super::{document, job_identity};
@@ -226,6 +231,128 @@ fn assert_denied(old: &Value, stored: &Value, changed: &[&str], kind: &str) {
     assert_eq!(named, want, "{kind}: {message}");
 }
 
+fn workload_of(kind: &str) -> &'static dyn Workload {
+    workload::kinds()
+        .find(|w| w.kind() == kind)
+        .expect("a kind the policy holds")
+}
+
+/// The control's field as the message names it: `spec.updateStrategy`.
+fn control_field(kind: &str) -> String {
+    control_path(kind).replacen("/spec/", "spec.", 1)
+}
+
+/// What a release removes, as the message names it: the label and every annotation of a hold.
+fn removed_markers(kind: &str) -> Vec<String> {
+    let mut out = vec![format!("label {HELD_LABEL}")];
+    out.extend(
+        [
+            HELD_SINCE_ANNOTATION,
+            PENDING_ANNOTATION,
+            remembered_annotation(kind),
+        ]
+        .map(|a| format!("annotation {a}")),
+    );
+    out
+}
+
+/// What the message names for a write that removes the markers with a control other than the
+/// one to restore: the control, and the markers, which only a release may remove.
+fn wrong_control_named(kind: &str) -> Vec<String> {
+    let mut out = vec![control_field(kind)];
+    out.extend(removed_markers(kind));
+    out
+}
+
+fn as_strs(names: &[String]) -> Vec<&str> {
+    names.iter().map(String::as_str).collect()
+}
+
+/// The unbound workload of `kind` running with `control` (`None`: without one), held by
+/// restage-gate when a binding is projected into it, remembering that control.
+fn held_by_restage_gate(kind: &str, control: Option<&Value>) -> Value {
+    let path = control_path(kind);
+    let running = with(unbound(kind), |o| match control {
+        Some(control) => set(o, &path, control.clone()),
+        None => remove(o, &path),
+    });
+    let bound = bind(running.clone(), &orders_binding());
+    let stored = through_restage_gate(&running, &bound, OUTSIDE_WINDOWS);
+    assert!(is_held(&stored), "{kind}: held with {control:?}");
+    let remembered = control
+        .cloned()
+        .unwrap_or_else(|| default_control(kind))
+        .to_string();
+    assert_eq!(
+        annotation(&stored, remembered_annotation(kind)),
+        Some(remembered.as_str()),
+        "{kind}: remembered as serde_json writes it"
+    );
+    stored
+}
+
+/// The controls a workload may run with before a hold, each where the kind takes it (and it
+/// lets pods roll): a partition, percentages, integers, a pause lifted.
+fn original_controls() -> Vec<Value> {
+    vec![
+        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}),
+        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0, "maxUnavailable": "25%"}}),
+        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 1, "maxUnavailable": 3}}),
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "25%"}}),
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "10%", "maxUnavailable": 0}}),
+        json!(false),
+    ]
+}
+
+fn takes(kind: &str, control: &Value) -> bool {
+    let w = workload_of(kind);
+    w.accepts(control) && !w.stops_rollouts(Some(control))
+}
+
+/// What a stolen token of the job can get stored for `old` by writing it as `edit` makes it:
+/// with the job's annotation inside a window, with `release=now` outside every window (each
+/// through restage-gate, which keeps a rolling control the write sets), and as sent while
+/// restage-gate is unavailable: restage-gate's own release, edited.
+fn stolen_token_writes(old: &Value, edit: impl Fn(&mut Value)) -> Vec<(&'static str, Value)> {
+    let in_window = with(job_write(old), &edit);
+    let now = with(
+        with(old.clone(), |o| annotate(o, RELEASE_ANNOTATION, "now")),
+        &edit,
+    );
+    let as_sent = with(through_restage_gate(old, &job_write(old), IN_WINDOW), &edit);
+    vec![
+        (
+            "in a window",
+            through_restage_gate(old, &in_window, IN_WINDOW),
+        ),
+        (
+            "release=now",
+            through_restage_gate(old, &now, OUTSIDE_WINDOWS),
+        ),
+        ("as sent", as_sent),
+    ]
+}
+
+/// Each of the token's writes of `old` as `edit` makes it is released by restage-gate (or
+/// stored released) with `control`, and refused, naming `named`.
+fn assert_stolen_token_denied(
+    kind: &str,
+    old: &Value,
+    control: &Value,
+    named: &[String],
+    edit: impl Fn(&mut Value),
+) {
+    for (how, stored) in stolen_token_writes(old, edit) {
+        assert!(!is_held(&stored), "{kind}, {how}: released");
+        assert_eq!(
+            stored.pointer(&control_path(kind)),
+            Some(control),
+            "{kind}, {how}: restage-gate keeps the control the write sets"
+        );
+        assert_denied(old, &stored, &as_strs(named), &format!("{kind}, {how}"));
+    }
+}
+
 #[test]
 fn outside_every_window_the_jobs_write_stores_nothing_and_is_allowed() {
     for kind in kinds() {
@@ -344,6 +471,38 @@ fn the_admission_policy_knows_each_kinds_control_and_its_held_value() {
             held_control(kind),
             "{kind}"
         );
+        assert_eq!(
+            policy.variable(&review, "rememberedAnnotation"),
+            json!(remembered_annotation(kind)),
+            "{kind}"
+        );
+        assert_eq!(
+            policy.variable(&review, "defaultControl"),
+            json!(default_control(kind).to_string()),
+            "{kind}: the default as restage-gate remembers it"
+        );
+    }
+}
+
+/// The JSON the policy writes of each control restage-gate restores is the JSON restage-gate
+/// remembered, byte for byte.
+#[test]
+fn the_admission_policy_writes_each_control_as_restage_gate_remembers_it() {
+    let policy = AdmissionPolicy::of_manifest();
+    for kind in kinds() {
+        let originals = original_controls().into_iter().filter(|c| takes(kind, c));
+        for control in originals.chain([default_control(kind)]) {
+            let old = held_by_restage_gate(kind, Some(&control));
+            let stored = with(old.clone(), |o| {
+                set(o, &control_path(kind), control.clone())
+            });
+            let review = job_request(&old, &stored);
+            assert_eq!(
+                policy.variable(&review, "controlJson"),
+                json!(control.to_string()),
+                "{kind}"
+            );
+        }
     }
 }
 
@@ -514,24 +673,14 @@ fn markers_removed_while_the_control_still_holds_is_denied() {
                 }
             }
         });
-        let mut want: Vec<String> = vec![format!("label {HELD_LABEL}")];
-        want.extend(
-            [
-                HELD_SINCE_ANNOTATION,
-                PENDING_ANNOTATION,
-                remembered_annotation(kind),
-            ]
-            .map(|a| format!("annotation {a}")),
-        );
-        let want: Vec<&str> = want.iter().map(String::as_str).collect();
-        assert_denied(&old, &stored, &want, kind);
+        assert_denied(&old, &stored, &as_strs(&removed_markers(kind)), kind);
     }
 }
 
 /// restage-gate releases whatever the write carries with it; the admission policy refuses the
 /// write when that is more than the release.
 #[test]
-fn a_release_that_also_changes_something_else_is_denied() {
+fn a_release_that_also_changes_the_pod_template_is_denied() {
     for kind in kinds() {
         let old = held_workload(kind);
         let image = with(job_write(&old), |o| {
@@ -544,14 +693,47 @@ fn a_release_that_also_changes_something_else_is_denied() {
         let stored = through_restage_gate(&old, &image, IN_WINDOW);
         assert!(!is_held(&stored), "{kind}: restage-gate released it");
         assert_denied(&old, &stored, &["spec.template"], kind);
-
-        let labelled = with(job_write(&old), |o| {
-            set(o, "/metadata/labels/team", json!("payments"))
-        });
-        let stored = through_restage_gate(&old, &labelled, IN_WINDOW);
-        assert!(!is_held(&stored), "{kind}: restage-gate released it");
-        assert_denied(&old, &stored, &["label team"], kind);
     }
+}
+
+#[test]
+fn a_release_that_also_changes_another_label_is_denied() {
+    for kind in kinds() {
+        let old = held_workload(kind);
+        for (how, stored) in
+            stolen_token_writes(&old, |o| set(o, "/metadata/labels/team", json!("payments")))
+        {
+            assert!(!is_held(&stored), "{kind}, {how}: released");
+            assert_denied(&old, &stored, &["label team"], &format!("{kind}, {how}"));
+        }
+    }
+}
+
+/// A Deployment's `kubectl rollout resume` is a release: one that also scales is refused for
+/// the scaling, even with the pause lifted to what restage-gate remembered.
+#[test]
+fn a_release_that_lifts_the_pause_and_scales_is_denied() {
+    let mut checked = 0;
+    for kind in kinds() {
+        let old = held_workload(kind);
+        if held_control(kind) != json!(true) || old.pointer("/spec/replicas").is_none() {
+            continue;
+        }
+        let control = default_control(kind);
+        for (how, stored) in stolen_token_writes(&old, |o| {
+            set(o, &control_path(kind), control.clone());
+            set(o, "/spec/replicas", json!(10));
+        }) {
+            assert!(!is_held(&stored), "{kind}, {how}: released");
+            assert_eq!(stored.pointer(&control_path(kind)), Some(&control));
+            assert_denied(&old, &stored, &["spec.replicas"], &format!("{kind}, {how}"));
+        }
+        checked += 1;
+    }
+    assert!(
+        checked > 0,
+        "no kind held with a pause and scaled by replicas"
+    );
 }
 
 /// An owner reference to a missing owner would have the garbage collector delete the
@@ -614,5 +796,289 @@ fn the_instants_are_inside_and_outside_the_window() {
         assert_eq!(instant.weekday(), saturday);
         let minute = instant.minute_of_day();
         assert_eq!((2 * 60..4 * 60).contains(&minute), inside, "{instant:?}");
+    }
+}
+
+/// Whatever control a workload ran with, restage-gate's release in a window restores it, and
+/// the policy lets exactly that through.
+#[test]
+fn restage_gates_release_of_each_remembered_control_is_allowed() {
+    let mut restored: Vec<String> = Vec::new();
+    for kind in kinds() {
+        let mut own = 0;
+        for control in original_controls().into_iter().filter(|c| takes(kind, c)) {
+            let old = held_by_restage_gate(kind, Some(&control));
+            let stored = through_restage_gate(&old, &job_write(&old), IN_WINDOW);
+            assert_eq!(markers_on(&stored), Vec::<String>::new(), "{kind}");
+            assert_eq!(
+                stored.pointer(&control_path(kind)),
+                Some(&control),
+                "{kind}: the remembered control restored"
+            );
+            assert_eq!(
+                verdict(&old, &stored),
+                Verdict::Allowed,
+                "{kind}: {control}"
+            );
+            restored.push(control.to_string());
+            own += 1;
+        }
+        assert!(own > 0, "{kind}: no control of its own among the originals");
+    }
+    for value in ["\"partition\":2", "\"25%\""] {
+        assert!(
+            restored.iter().any(|c| c.contains(value)),
+            "no kind restores a control with {value}: {restored:?}"
+        );
+    }
+}
+
+/// A workload that ran without a control is held remembering the API default, which the
+/// release restores.
+#[test]
+fn restage_gates_release_of_a_control_that_was_absent_restores_the_default_and_is_allowed() {
+    for kind in kinds() {
+        let old = held_by_restage_gate(kind, None);
+        let stored = through_restage_gate(&old, &job_write(&old), IN_WINDOW);
+        assert_eq!(
+            stored.pointer(&control_path(kind)),
+            Some(&default_control(kind)),
+            "{kind}"
+        );
+        assert_eq!(verdict(&old, &stored), Verdict::Allowed, "{kind}");
+    }
+}
+
+/// The members the policy declares the API server fills in, by kind: (key, member, value).
+fn filled_members(kind: &str) -> Vec<(String, String, Value)> {
+    let policy = AdmissionPolicy::of_manifest();
+    let old = held_workload(kind);
+    let filled = policy.variable(&job_request(&old, &old), "filledMembers");
+    let mut out = Vec::new();
+    for (key, members) in filled.as_object().expect("a map") {
+        for (member, value) in members.as_object().expect("a map") {
+            let value = serde_json::from_str(value.as_str().expect("JSON")).expect("JSON");
+            out.push((key.clone(), member.clone(), value));
+        }
+    }
+    out
+}
+
+/// The API server defaults the stored object again after restage-gate's answer: a control
+/// remembered without a member it fills in (a StatefulSet's `maxUnavailable`, held before the
+/// cluster defaulted it) is stored with the member.
+#[test]
+fn a_release_stored_with_members_the_api_server_fills_in_is_allowed() {
+    let mut filled_in = 0;
+    for kind in kinds() {
+        let old = held_workload(kind);
+        let released = through_restage_gate(&old, &job_write(&old), IN_WINDOW);
+        for (key, member, value) in filled_members(kind) {
+            let path = format!("{}/{key}/{member}", control_path(kind));
+            if released.pointer(&path).is_some() {
+                continue;
+            }
+            let stored = with(released.clone(), |o| set(o, &path, value));
+            assert_eq!(verdict(&old, &stored), Verdict::Allowed, "{kind}: {path}");
+            filled_in += 1;
+        }
+    }
+    assert!(
+        filled_in > 0,
+        "no remembered control lacks a member filled in"
+    );
+}
+
+/// Only a member's own default may be filled in, and only where the remembered control does
+/// not name the member.
+#[test]
+fn a_member_filled_in_at_another_value_or_over_a_remembered_one_is_denied() {
+    let mut checked = 0;
+    for kind in kinds() {
+        let old = held_workload(kind);
+        let released = through_restage_gate(&old, &job_write(&old), IN_WINDOW);
+        for (key, member, value) in filled_members(kind) {
+            let path = format!("{}/{key}/{member}", control_path(kind));
+            let other = json!(value.as_i64().expect("an integer") + 1);
+            if released.pointer(&path).is_none() {
+                let stored = with(released.clone(), |o| set(o, &path, other.clone()));
+                assert_denied(&old, &stored, &as_strs(&wrong_control_named(kind)), kind);
+                checked += 1;
+            }
+            let remembered = with(default_control(kind), |c| {
+                set(c, &format!("/{key}/{member}"), other.clone())
+            });
+            if !takes(kind, &remembered) {
+                continue;
+            }
+            let old = held_by_restage_gate(kind, Some(&remembered));
+            let stored = with(
+                through_restage_gate(&old, &job_write(&old), IN_WINDOW),
+                |o| set(o, &path, value.clone()),
+            );
+            assert_denied(&old, &stored, &as_strs(&wrong_control_named(kind)), kind);
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no kind has a member the API server fills in");
+}
+
+/// A workload labelled held by hand has nothing remembered: restage-gate's release leaves a
+/// control that lets pods roll as it is, and restores the default over one that does not.
+#[test]
+fn a_release_of_a_workload_labelled_held_by_hand_is_allowed() {
+    for kind in kinds() {
+        let originals = original_controls().into_iter().filter(|c| takes(kind, c));
+        for control in originals.map(Some).chain([None, Some(held_control(kind))]) {
+            let path = control_path(kind);
+            let old = with(unbound(kind), |o| {
+                match &control {
+                    Some(control) => set(o, &path, control.clone()),
+                    None => remove(o, &path),
+                }
+                set(o, &label_path(HELD_LABEL), json!("true"));
+            });
+            let stored = through_restage_gate(&old, &job_write(&old), IN_WINDOW);
+            assert!(!is_held(&stored), "{kind}: released");
+            let rolls = control.as_ref().filter(|c| **c != held_control(kind));
+            let want = rolls.cloned().unwrap_or_else(|| default_control(kind));
+            assert_eq!(stored.pointer(&path), Some(&want), "{kind}: {control:?}");
+            assert_eq!(
+                verdict(&old, &stored),
+                Verdict::Allowed,
+                "{kind}: {control:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_release_that_changes_the_control_of_a_workload_labelled_held_by_hand_is_denied() {
+    let mut checked = 0;
+    for kind in kinds() {
+        let path = control_path(kind);
+        let default = default_control(kind);
+        let originals = original_controls().into_iter().filter(|c| takes(kind, c));
+        for control in originals.filter(|c| *c != default) {
+            let old = with(unbound(kind), |o| {
+                set(o, &path, control.clone());
+                set(o, &label_path(HELD_LABEL), json!("true"));
+            });
+            let named = [control_field(kind), format!("label {HELD_LABEL}")];
+            assert_stolen_token_denied(kind, &old, &default, &named, |o| {
+                set(o, &path, default.clone())
+            });
+            checked += 1;
+        }
+    }
+    assert!(
+        checked > 0,
+        "no kind runs with a control other than its default"
+    );
+}
+
+/// Every pod of the workload down at once, on a kind whose control takes `maxUnavailable`.
+#[test]
+fn a_release_with_max_unavailable_100_percent_is_denied() {
+    let mut checked = 0;
+    for kind in kinds() {
+        let all_at_once = with(default_control(kind), |c| {
+            if c.is_object() {
+                set(c, "/rollingUpdate/maxUnavailable", json!("100%"));
+            }
+        });
+        if !all_at_once.is_object() || !takes(kind, &all_at_once) {
+            continue;
+        }
+        let old = held_workload(kind);
+        assert_stolen_token_denied(kind, &old, &all_at_once, &wrong_control_named(kind), |o| {
+            set(o, &control_path(kind), all_at_once.clone())
+        });
+        checked += 1;
+    }
+    assert!(
+        checked >= 2,
+        "kinds whose control takes maxUnavailable: {checked}"
+    );
+}
+
+/// The strategy of a kind whose control takes a partition, as restage-gate remembers it.
+fn partitioned(partition: u64) -> Value {
+    json!({"type": "RollingUpdate", "rollingUpdate": {"partition": partition}})
+}
+
+/// A partition keeps the pods below it on the old template; releasing to partition 0 rolls
+/// them all.
+#[test]
+fn a_release_to_partition_0_of_a_strategy_remembered_with_partition_2_is_denied() {
+    let mut checked = 0;
+    for kind in kinds().filter(|k| takes(k, &partitioned(2))) {
+        let old = held_by_restage_gate(kind, Some(&partitioned(2)));
+        let all = partitioned(0);
+        assert_stolen_token_denied(kind, &old, &all, &wrong_control_named(kind), |o| {
+            set(o, &control_path(kind), all.clone())
+        });
+        checked += 1;
+    }
+    assert!(checked > 0, "no kind takes a partition");
+}
+
+#[test]
+fn a_release_that_drops_the_remembered_partition_is_denied() {
+    let mut checked = 0;
+    for kind in kinds().filter(|k| takes(k, &partitioned(2))) {
+        let old = held_by_restage_gate(kind, Some(&partitioned(2)));
+        for without in [
+            json!({"type": "RollingUpdate"}),
+            json!({"type": "RollingUpdate", "rollingUpdate": {}}),
+        ] {
+            assert_stolen_token_denied(kind, &old, &without, &wrong_control_named(kind), |o| {
+                set(o, &control_path(kind), without.clone())
+            });
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "no kind takes a partition");
+}
+
+/// A key the policy does not write the control's JSON with would go unseen: refused.
+#[test]
+fn a_release_with_a_control_key_the_policy_does_not_know_is_denied() {
+    let mut checked = 0;
+    for kind in kinds() {
+        let default = default_control(kind);
+        if !default.is_object() {
+            continue;
+        }
+        for unknown in ["/surge", "/rollingUpdate/surge"] {
+            let control = with(default.clone(), |c| set(c, unknown, json!(1)));
+            let old = held_workload(kind);
+            assert_stolen_token_denied(kind, &old, &control, &wrong_control_named(kind), |o| {
+                set(o, &control_path(kind), control.clone())
+            });
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "no kind's control is an object");
+}
+
+/// A release leaves no marker: with one kept, the control restored is refused, and so is every
+/// marker removed.
+#[test]
+fn a_release_that_keeps_a_marker_is_denied() {
+    for kind in kinds() {
+        let old = held_workload(kind);
+        let released = through_restage_gate(&old, &job_write(&old), IN_WINDOW);
+        for kept in removed_markers(kind) {
+            let (map, key) = kept.split_once(' ').expect("label or annotation KEY");
+            let pointer = format!("/metadata/{map}s/{}", key.replace('/', "~1"));
+            let value = old.pointer(&pointer).expect("a marker of the hold").clone();
+            let stored = with(released.clone(), |o| set(o, &pointer, value));
+            let named: Vec<String> = wrong_control_named(kind)
+                .into_iter()
+                .filter(|n| *n != kept)
+                .collect();
+            assert_denied(&old, &stored, &as_strs(&named), kind);
+        }
     }
 }
