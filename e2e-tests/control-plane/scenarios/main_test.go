@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -73,6 +74,7 @@ func run(m *testing.M) int {
 			{Name: "kubewarden-controller", Args: controller},
 			{Name: "servicebinding-webhook", Args: []string{"servicebinding", "--part", "webhook", "--dir", dir}},
 			{Name: "servicebinding-controller", Args: []string{"servicebinding", "--part", "controller", "--dir", dir}},
+			{Name: "argo-rollouts", Args: []string{"argo-rollouts"}},
 		},
 	})
 	if err != nil {
@@ -102,16 +104,23 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// The components install their resources as they start: wait for them as a user would.
-	for _, wait := range [][]string{
-		{"wait", "--for=create", "--timeout=2m", "crd/clusteradmissionpolicies.policies.kubewarden.io", "crd/servicebindings.servicebinding.io"},
-		{"wait", "--for=condition=established", "--timeout=2m", "crd/clusteradmissionpolicies.policies.kubewarden.io", "crd/servicebindings.servicebinding.io"},
-		{"wait", "--for=create", "--timeout=2m", "mutatingwebhookconfiguration/servicebinding-admission-projector"},
-	} {
-		if out, err := kubectl(wait...); err != nil {
-			fmt.Fprintf(os.Stderr, "kubectl %v: %v\n%s", wait, err, out)
-			return code
+	// The components install their resources as they start: wait until they are there.
+	resources := []string{"crd/clusteradmissionpolicies.policies.kubewarden.io", "crd/servicebindings.servicebinding.io",
+		"crd/rollouts.argoproj.io", "mutatingwebhookconfiguration/servicebinding-admission-projector"}
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		_, err := kubectl(append([]string{"get"}, resources...)...)
+		return err == nil, nil
+	}); err != nil {
+		out, _ := kubectl(append([]string{"get"}, resources...)...)
+		fmt.Fprintf(os.Stderr, "the control plane's components never installed their resources: %s\n", out)
+		if err := c.Exited(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 		}
+		return code
+	}
+	if out, err := kubectl(append([]string{"wait", "--for=condition=established", "--timeout=2m"}, resources[:3]...)...); err != nil {
+		fmt.Fprintf(os.Stderr, "%v\n%s", err, out)
+		return code
 	}
 	if err := createCanary(); err != nil {
 		fmt.Fprintf(os.Stderr, "creating the canary: %v\n", err)

@@ -276,6 +276,8 @@ func (r *policyReconciler) restartServer(ctx context.Context, config []byte) err
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = log, log
+	// policy-server keeps its caches (sigstore-data, downloads) in its working directory.
+	cmd.Dir = r.work
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	fmt.Fprintf(log, "== starting %s\n", cmd.String())
 	if err := cmd.Start(); err != nil {

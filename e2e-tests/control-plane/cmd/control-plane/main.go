@@ -5,7 +5,7 @@
 //	control-plane up --dir DIR [--nodes N] [--policies FILE,...]   start everything, print KUBECONFIG=…, run until stopped
 //	control-plane down --dir DIR                                   stop what `up` started in DIR
 //	control-plane etcd | kube-apiserver | kube-controller-manager | kube-scheduler | node-agent ARGS...
-//	control-plane kubewarden-controller | servicebinding ARGS...
+//	control-plane kubewarden-controller | servicebinding | argo-rollouts ARGS...
 //	kubectl ARGS...                                                (this binary, called as kubectl)
 package main
 
@@ -44,6 +44,8 @@ func main() {
 		err = runKubewardenController(args)
 	case "servicebinding":
 		err = runServiceBinding(args)
+	case "argo-rollouts":
+		err = runArgoRollouts(args)
 	case "kubectl":
 		os.Args = append([]string{"kubectl"}, args...)
 		os.Exit(runKubectl())

@@ -63,6 +63,7 @@ func up(args []string) error {
 		{Name: "kubewarden-controller", Args: controller},
 		{Name: "servicebinding-webhook", Args: []string{"servicebinding", "--part", "webhook", "--dir", abs}},
 		{Name: "servicebinding-controller", Args: []string{"servicebinding", "--part", "controller", "--dir", abs}},
+		{Name: "argo-rollouts", Args: []string{"argo-rollouts"}},
 	}})
 	if err != nil {
 		return err
