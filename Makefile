@@ -273,7 +273,8 @@ check-manifests:
 # kube-controller-manager and kube-scheduler of the pinned k8s.io/kubernetes in one binary, with
 # the node agent, the binding runtime's projector and Kubewarden's stand-in. The binary carries
 # the pinned release's version, as the upstream build stamps it.
-GO                := go
+# go on PATH, or where Go's own installer puts it.
+GO                := $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go),go)
 CONTROL_PLANE_DIR := e2e-tests/control-plane
 CONTROL_PLANE     := $(abspath $(TARGET_DIR))/control-plane/control-plane
 WEBHOOK_SERVER    := $(abspath $(TARGET_DIR))/debug/restage-gate-webhook
@@ -308,7 +309,7 @@ test-control-plane: policy.wasm
 	cd $(CONTROL_PLANE_DIR); \
 	unformatted=$$(gofmt -l .); [ -z "$$unformatted" ] || { echo "gofmt: not formatted: $$unformatted"; exit 1; }; \
 	$(GO) vet ./...; \
-	CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/policy.wasm \
+	PATH=$(dir $(GO)):$$PATH CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/policy.wasm \
 	  $(GO) test -count=1 -p 1 -timeout 30m ./...
 
 # A playground: the same control plane with restage-gate (policy.yaml, as the README installs it)
@@ -319,7 +320,7 @@ cluster-up: policy.wasm
 	@mkdir -p $(CLUSTER_DIR)
 	@echo "== starting the control plane in $(CLUSTER_DIR) (its logs: $(CLUSTER_DIR)/logs)"
 	@rm -f $(CLUSTER_DIR)/ready
-	@setsid $(CONTROL_PLANE) up --dir $(CLUSTER_DIR) --wasm $(CURDIR)/policy.wasm --webhook-server $(WEBHOOK_SERVER) \
+	@PATH=$(dir $(GO)):$$PATH setsid $(CONTROL_PLANE) up --dir $(CLUSTER_DIR) --wasm $(CURDIR)/policy.wasm --webhook-server $(WEBHOOK_SERVER) \
 	  $${POLICY_SERVER:+--policy-server $$POLICY_SERVER} > $(CLUSTER_DIR)/up.log 2>&1 < /dev/null &
 	@for i in $$(seq 1 600); do [ -f $(CLUSTER_DIR)/ready ] && break; \
 	  if ! pgrep -F $(CLUSTER_DIR)/up.pid >/dev/null 2>&1 && [ $$i -gt 20 ]; then cat $(CLUSTER_DIR)/up.log; exit 1; fi; sleep 0.5; done

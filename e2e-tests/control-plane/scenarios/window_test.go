@@ -118,7 +118,7 @@ func heldApps(t *testing.T) []*app {
 }
 
 func TestWindowJob(t *testing.T) {
-	t.Run("outside every maintenance window the job's tick stores nothing", func(t *testing.T) {
+	t.Run("outside every maintenance window the job's ticks change no field", func(t *testing.T) {
 		install(t, "policy.yaml")
 		job := installJob(t)
 		apps := heldApps(t)
@@ -142,7 +142,7 @@ func TestWindowJob(t *testing.T) {
 		}
 	})
 
-	t.Run("inside a maintenance window the job's first tick releases every held workload once, the second stores nothing", func(t *testing.T) {
+	t.Run("inside a maintenance window the job's first tick releases every held workload once, the second changes no field", func(t *testing.T) {
 		open := policyWithSettings(t, "policy.yaml", func(policy map[string]any) {
 			policy["spec"].(map[string]any)["settings"] = map[string]any{"mode": "defer", "maintenanceWindows": alwaysOpen}
 		})

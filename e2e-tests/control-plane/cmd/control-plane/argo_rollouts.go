@@ -14,9 +14,6 @@ import (
 	"syscall"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
@@ -55,11 +52,7 @@ func runArgoRollouts(args []string) error {
 	if err := yaml.Unmarshal(data, crd); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	extensions := apiextensionsclient.NewForConfigOrDie(config)
-	if _, err := extensions.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("installing %s: %w", crd.Name, err)
-	}
-	if err := waitEstablished(ctx, extensions, crd.Name); err != nil {
+	if err := installCRDs(ctx, config, crd); err != nil {
 		return err
 	}
 	// A component runs until the control plane stops.

@@ -29,7 +29,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -70,7 +69,7 @@ func runKubewardenController(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := installPolicyCRD(ctx, apiextensionsclient.NewForConfigOrDie(config)); err != nil {
+	if err := installCRDs(ctx, config, policyCRD()); err != nil {
 		return err
 	}
 	authority, err := certs.LoadAuthority(filepath.Join(*dir, "pki"))
@@ -111,8 +110,8 @@ func runKubewardenController(args []string) error {
 	})
 }
 
-// installPolicyCRD declares the ClusterAdmissionPolicy resource and waits until it is served.
-func installPolicyCRD(ctx context.Context, client apiextensionsclient.Interface) error {
+// policyCRD declares the ClusterAdmissionPolicy resource.
+func policyCRD() *apiextensionsv1.CustomResourceDefinition {
 	keep := true
 	column := func(name, path string) apiextensionsv1.CustomResourceColumnDefinition {
 		return apiextensionsv1.CustomResourceColumnDefinition{Name: name, Type: "string", JSONPath: path}
@@ -153,10 +152,7 @@ func installPolicyCRD(ctx context.Context, client apiextensionsclient.Interface)
 			}},
 		},
 	}
-	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return waitEstablished(ctx, client, crd.Name)
+	return crd
 }
 
 type policyReconciler struct {

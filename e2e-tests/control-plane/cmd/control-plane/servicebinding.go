@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,14 +60,8 @@ func runServiceBinding(args []string) error {
 	if err != nil {
 		return err
 	}
-	extensions := apiextensionsclient.NewForConfigOrDie(config)
-	for _, crd := range crds {
-		if _, err := extensions.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("installing %s: %w", crd.Name, err)
-		}
-		if err := waitEstablished(ctx, extensions, crd.Name); err != nil {
-			return err
-		}
+	if err := installCRDs(ctx, config, crds...); err != nil {
+		return err
 	}
 
 	if *part == "controller" {
@@ -126,21 +118,6 @@ func runServiceBinding(args []string) error {
 	case <-ctx.Done():
 		return nil
 	}
-}
-
-func waitEstablished(ctx context.Context, client apiextensionsclient.Interface, name string) error {
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
 }
 
 // bindingCache is what the webhook reads the ServiceBindings from: a watch of them all.
