@@ -292,7 +292,7 @@ $(CONTROL_PLANE): $(CONTROL_PLANE_SOURCES)
 	@command -v $(GO) >/dev/null || { $(call go_missing,control-plane); exit 1; }
 	@k8s=$$(cd $(CONTROL_PLANE_DIR) && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes); \
 	minor=$$(echo $$k8s | cut -d. -f2); \
-	echo "== building the control plane from k8s.io/kubernetes $$k8s (about 8 minutes on 2 cores the first time, then seconds)"; \
+	echo "== building the control plane from k8s.io/kubernetes $$k8s (8 to 14 minutes on 2 cores the first time, then seconds)"; \
 	stamp="-X k8s.io/component-base/version.gitVersion=$$k8s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$$minor \
 	  -X k8s.io/client-go/pkg/version.gitVersion=$$k8s -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$$minor"; \
 	cd $(CONTROL_PLANE_DIR) && $(GO) build -ldflags "$$stamp" -o $(CONTROL_PLANE) ./cmd/control-plane

@@ -237,18 +237,6 @@ func (a *app) firstContainer() string {
 
 // describe is the workload's control and markers, for failure messages.
 func describe(a *app) string {
-	obj := a.object()
-	control, _, _ := unstructured.NestedFieldNoCopy(obj.Object, a.kind.Control...)
-	var markers []string
-	for key, value := range obj.GetLabels() {
-		if strings.HasPrefix(key, "restage-gate.io/") {
-			markers = append(markers, key+"="+value)
-		}
-	}
-	for key, value := range obj.GetAnnotations() {
-		if strings.HasPrefix(key, "restage-gate.io/") {
-			markers = append(markers, key+"="+value)
-		}
-	}
-	return strings.Join(a.kind.Control, ".") + "=" + toString(control) + " markers [" + strings.Join(markers, " ") + "]"
+	control, _, _ := unstructured.NestedFieldNoCopy(a.object().Object, a.kind.Control...)
+	return strings.Join(a.kind.Control, ".") + "=" + toString(control) + " markers [" + strings.Join(markers(a), " ") + "]"
 }

@@ -39,7 +39,7 @@ func install(t *testing.T, files ...string) {
 		t.Fatalf("the policies never became active: %v\n%s", err, out)
 	}
 	for _, n := range names {
-		waitCalled(t, "clusterwide-"+n)
+		waitCalled(t, "clusterwide-"+n, canaryNamespace, canary)
 	}
 }
 
@@ -60,10 +60,11 @@ func createCanary() error {
 	return nil
 }
 
-// waitCalled waits until the API server calls the policy's webhook: it reads webhook
-// configurations through a watch, so a policy marked active may not be called for a moment.
-// Each probe is a server-side dry run on the canary, which the policy server logs.
-func waitCalled(t *testing.T, policyID string) {
+// waitCalled waits until the API server calls the policy's webhook for writes to `target` in
+// `namespace`: it reads webhook configurations and namespaces' labels through watches, so a
+// policy marked active may not be called for a moment. Each probe is a server-side dry run,
+// which the policy server logs.
+func waitCalled(t *testing.T, policyID, namespace, target string) {
 	t.Helper()
 	if os.Getenv("POLICY_SERVER") != "" {
 		// A real policy-server logs in its own format: give the watch time instead.
@@ -73,11 +74,17 @@ func waitCalled(t *testing.T, policyID string) {
 	log := filepath.Join(env.cluster.Dir, "policy-server", "server.log")
 	calls := func() int {
 		text, _ := os.ReadFile(log)
-		return countCanary(string(text), policyID)
+		n := 0
+		for _, line := range strings.Split(string(text), "\n") {
+			if strings.Contains(line, "policy="+policyID+" ") && strings.Contains(line, "namespace="+namespace+" ") {
+				n++
+			}
+		}
+		return n
 	}
 	for probe := 0; probe < 60; probe++ {
 		before := calls()
-		if out, err := kubectl("-n", canaryNamespace, "annotate", "--dry-run=server", canary, fmt.Sprintf("restage-gate.test/probe=%d", probe), "--overwrite"); err != nil {
+		if out, err := kubectl("-n", namespace, "annotate", "--dry-run=server", target, fmt.Sprintf("restage-gate.test/probe=%d", probe), "--overwrite"); err != nil {
 			t.Fatalf("probing %s: %v\n%s", policyID, err, out)
 		}
 		if calls() > before {
@@ -85,17 +92,7 @@ func waitCalled(t *testing.T, policyID string) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("the API server never called %s", policyID)
-}
-
-func countCanary(log, policyID string) int {
-	n := 0
-	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, "policy="+policyID+" ") && strings.Contains(line, "namespace="+canaryNamespace+" ") {
-			n++
-		}
-	}
-	return n
+	t.Fatalf("the API server never called %s for %s", policyID, namespace)
 }
 
 // policyNames lists the ClusterAdmissionPolicies a file declares.

@@ -194,7 +194,7 @@ func (r *policyReconciler) reconcile(ctx context.Context) error {
 	}
 	policies, err := kubewarden.ReadPolicies(manifest)
 	if err != nil {
-		return r.markAll(ctx, list.Items, "pending", err.Error())
+		return r.markAll(ctx, live(list.Items), "pending", err.Error())
 	}
 	config, err := kubewarden.PolicyServerConfig(policies, func(kubewarden.Policy) string { return r.wasm })
 	if err != nil {
@@ -204,14 +204,69 @@ func (r *policyReconciler) reconcile(ctx context.Context) error {
 		if err := r.restartServer(ctx, config); err != nil {
 			// As a policy server that does not start: the policies stay pending, and the
 			// server that ran before keeps serving what it served.
-			return r.markAll(ctx, list.Items, "pending", err.Error())
+			return r.markAll(ctx, live(list.Items), "pending", err.Error())
 		}
 	}
 	mutating, validating := kubewarden.WebhookConfigurations(policies, "https://"+r.address, r.caBundle)
 	if err := r.applyWebhooks(ctx, mutating, validating); err != nil {
 		return err
 	}
-	return r.markAll(ctx, list.Items, "active", "")
+	if err := r.finalize(ctx, list.Items); err != nil {
+		return err
+	}
+	return r.markAll(ctx, live(list.Items), "active", "")
+}
+
+// finalizer is the controller's: a policy being deleted stays until its webhook is gone, so
+// `kubectl delete clusteradmissionpolicy` returns once the API server no longer calls it
+// (kubewarden-controller internal/constants/constants.go, KubewardenFinalizer).
+const finalizer = "kubewarden.io/finalizer"
+
+// finalize adds the finalizer to each live policy and removes it from each deleted one, whose
+// webhook applyWebhooks has just removed.
+func (r *policyReconciler) finalize(ctx context.Context, items []unstructured.Unstructured) error {
+	for i := range items {
+		item := &items[i]
+		finalizers := item.GetFinalizers()
+		has := false
+		var others []string
+		for _, f := range finalizers {
+			if f == finalizer {
+				has = true
+			} else {
+				others = append(others, f)
+			}
+		}
+		deleted := item.GetDeletionTimestamp() != nil
+		switch {
+		case deleted && has:
+			item.SetFinalizers(others)
+		case !deleted && !has:
+			item.SetFinalizers(append(finalizers, finalizer))
+		default:
+			continue
+		}
+		updated, err := r.dynamic.Resource(clusterAdmissionPolicies).Update(ctx, item, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		*item = *updated
+	}
+	return nil
+}
+
+// live is the policies not being deleted.
+func live(items []unstructured.Unstructured) []unstructured.Unstructured {
+	var out []unstructured.Unstructured
+	for _, item := range items {
+		if item.GetDeletionTimestamp() == nil {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 func (r *policyReconciler) serverExited() bool {
