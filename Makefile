@@ -281,7 +281,13 @@ WEBHOOK_SERVER    := $(abspath $(TARGET_DIR))/debug/restage-gate-webhook
 # `make cluster-up` runs here; `make cluster-down` stops it.
 CLUSTER_DIR       ?= $(abspath $(TARGET_DIR))/cluster
 define go_missing
-echo "$(1): SKIPPED, Go is not installed (install Go 1.26 or newer, https://go.dev/doc/install; Debian: apt-get install golang-1.26)"
+echo "$(1): SKIPPED, Go $(GO_NEEDED) or newer is not installed (https://go.dev/doc/install; found: $$($(GO) env GOVERSION 2>/dev/null || echo none))"
+endef
+# The Go that e2e-tests/control-plane/go.mod asks for, and a shell test that the one found is it.
+GO_NEEDED := $(shell sed -n 's/^go //p' $(CONTROL_PLANE_DIR)/go.mod)
+define go_usable
+( have=$$($(GO) env GOVERSION 2>/dev/null | sed 's/^go//'); \
+  [ -n "$$have" ] && [ "$$(printf '%s\n%s\n' '$(GO_NEEDED)' "$$have" | sort -V | head -n 1)" = '$(GO_NEEDED)' ] )
 endef
 
 CONTROL_PLANE_SOURCES := $(shell find $(CONTROL_PLANE_DIR) -name '*.go' -not -name '*_test.go') $(CONTROL_PLANE_DIR)/go.mod $(CONTROL_PLANE_DIR)/go.sum
@@ -289,7 +295,7 @@ CONTROL_PLANE_SOURCES := $(shell find $(CONTROL_PLANE_DIR) -name '*.go' -not -na
 .PHONY: control-plane webhook-server test-control-plane cluster-up cluster-down
 control-plane: $(CONTROL_PLANE)
 $(CONTROL_PLANE): $(CONTROL_PLANE_SOURCES)
-	@command -v $(GO) >/dev/null || { $(call go_missing,control-plane); exit 1; }
+	@if ! $(go_usable); then $(call go_missing,control-plane); exit 1; fi
 	@k8s=$$(cd $(CONTROL_PLANE_DIR) && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes); \
 	minor=$$(echo $$k8s | cut -d. -f2); \
 	echo "== building the control plane from k8s.io/kubernetes $$k8s (8 to 14 minutes on 2 cores the first time, then seconds)"; \
@@ -304,10 +310,10 @@ webhook-server:
 # Everything of the control-plane module: its unit tests, then the scenarios on a control plane
 # it starts and stops. POLICY_SERVER=path/to/policy-server runs them through a real policy-server.
 test-control-plane: policy.wasm
-	@if ! command -v $(GO) >/dev/null; then $(call go_missing,the control-plane scenarios); exit 0; fi; \
+	@if ! $(go_usable); then $(call go_missing,the control-plane scenarios); exit 0; fi; \
 	$(MAKE) --no-print-directory control-plane webhook-server; \
 	cd $(CONTROL_PLANE_DIR); \
-	unformatted=$$(gofmt -l .); [ -z "$$unformatted" ] || { echo "gofmt: not formatted: $$unformatted"; exit 1; }; \
+	unformatted=$$("$$(dirname "$$(command -v $(GO))")/gofmt" -l .); [ -z "$$unformatted" ] || { echo "gofmt: not formatted: $$unformatted"; exit 1; }; \
 	$(GO) vet ./...; \
 	PATH=$(dir $(GO)):$$PATH CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/policy.wasm \
 	  $(GO) test -count=1 -p 1 -timeout 30m ./...
@@ -315,7 +321,7 @@ test-control-plane: policy.wasm
 # A playground: the same control plane with restage-gate (policy.yaml, as the README installs it)
 # and the binding runtime, in the background. Its last line is the KUBECONFIG for kubectl.
 cluster-up: policy.wasm
-	@command -v $(GO) >/dev/null || { $(call go_missing,cluster-up); exit 1; }
+	@if ! $(go_usable); then $(call go_missing,cluster-up); exit 1; fi
 	@$(MAKE) --no-print-directory control-plane webhook-server
 	@mkdir -p $(CLUSTER_DIR)
 	@echo "== starting the control plane in $(CLUSTER_DIR) (its logs: $(CLUSTER_DIR)/logs)"
@@ -324,10 +330,12 @@ cluster-up: policy.wasm
 	  $${POLICY_SERVER:+--policy-server $$POLICY_SERVER} > $(CLUSTER_DIR)/up.log 2>&1 < /dev/null &
 	@for i in $$(seq 1 600); do [ -f $(CLUSTER_DIR)/ready ] && break; \
 	  if ! pgrep -F $(CLUSTER_DIR)/up.pid >/dev/null 2>&1 && [ $$i -gt 20 ]; then cat $(CLUSTER_DIR)/up.log; exit 1; fi; sleep 0.5; done
-	@[ -f $(CLUSTER_DIR)/ready ] || { cat $(CLUSTER_DIR)/up.log; exit 1; }
+	@[ -f $(CLUSTER_DIR)/ready ] || { cat $(CLUSTER_DIR)/up.log; $(CONTROL_PLANE) down --dir $(CLUSTER_DIR); exit 1; }
 	@echo "== installing restage-gate as the README does: kubectl apply -f policy.yaml"
-	@PATH=$(CLUSTER_DIR)/bin:$$PATH KUBECONFIG=$(CLUSTER_DIR)/admin.kubeconfig kubectl apply -f policy.yaml
-	@PATH=$(CLUSTER_DIR)/bin:$$PATH KUBECONFIG=$(CLUSTER_DIR)/admin.kubeconfig kubectl wait --for=jsonpath='{.status.policyStatus}'=active clusteradmissionpolicy/restage-gate --timeout=5m
+	@export PATH=$(CLUSTER_DIR)/bin:$$PATH KUBECONFIG=$(CLUSTER_DIR)/admin.kubeconfig; \
+	kubectl apply -f policy.yaml && \
+	kubectl wait --for=jsonpath='{.status.policyStatus}'=active clusteradmissionpolicy/restage-gate --timeout=5m || \
+	  { $(CONTROL_PLANE) down --dir $(CLUSTER_DIR); exit 1; }
 	@echo "kubectl of the cluster's release: $(CLUSTER_DIR)/bin/kubectl"
 	@echo "KUBECONFIG=$(CLUSTER_DIR)/admin.kubeconfig"
 

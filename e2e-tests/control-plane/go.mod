@@ -1,3 +1,5 @@
+// The control-plane test harness: every k8s.io module at the release of k8s.io/kubernetes below,
+// its staging modules replaced by their published versions of that release.
 module github.com/restage-gate/restage-gate/e2e-tests/control-plane
 
 go 1.26.0

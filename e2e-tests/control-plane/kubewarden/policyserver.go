@@ -105,7 +105,7 @@ func PolicyServerConfig(policies []Policy, moduleFor func(Policy) string) ([]byt
 // escape, a query or a fragment rather than as the path.
 func moduleURL(module string) (string, error) {
 	if module == "" {
-		return "", fmt.Errorf("empty")
+		return "", fmt.Errorf("no module: set spec.module to the module's registry:// reference, or give the harness a local file")
 	}
 	if strings.Contains(module, "://") {
 		return module, nil

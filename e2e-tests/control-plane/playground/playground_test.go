@@ -34,8 +34,8 @@ func TestClusterUpPrintsAKubeconfigThatReachesRestageGateAndClusterDownStopsEver
 		}
 		return string(out)
 	}
-	up := make("cluster-up")
 	t.Cleanup(func() { _, _ = exec.Command("make", "-C", repo, "cluster-down", clusterDir).CombinedOutput() })
+	up := make("cluster-up")
 	lines := strings.Split(strings.TrimSpace(up), "\n")
 	last := lines[len(lines)-1]
 	kubeconfig, found := strings.CutPrefix(last, "KUBECONFIG=")
@@ -52,12 +52,12 @@ func TestClusterUpPrintsAKubeconfigThatReachesRestageGateAndClusterDownStopsEver
 		t.Fatalf("kubectl get clusteradmissionpolicy restage-gate with the printed KUBECONFIG: %v %s", err, status)
 	}
 
-	children := childrenOf(t, pid)
-	if len(children) == 0 {
+	started := descendantsOf(t, pid)
+	if len(started) == 0 {
 		t.Fatal("the control plane runs no component")
 	}
 	make("cluster-down")
-	for _, p := range append(children, pid) {
+	for _, p := range append(started, pid) {
 		if syscall.Kill(p, 0) == nil {
 			t.Errorf("process %d still runs after make cluster-down", p)
 		}
@@ -75,6 +75,22 @@ func readPid(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return pid
+}
+
+// descendantsOf lists every process started under pid (the components, and the policy server
+// a component starts), from /proc.
+func descendantsOf(t *testing.T, pid int) []int {
+	t.Helper()
+	var all []int
+	for next := []int{pid}; len(next) > 0; {
+		var found []int
+		for _, p := range next {
+			found = append(found, childrenOf(t, p)...)
+		}
+		all = append(all, found...)
+		next = found
+	}
+	return all
 }
 
 // childrenOf lists the processes whose parent is pid, from /proc.

@@ -79,6 +79,9 @@ func run(m *testing.M) int {
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		if os.Getenv("KEEP_CONTROL_PLANE_LOGS") == "" {
+			_ = os.RemoveAll(dir)
+		}
 		return 1
 	}
 	code := 1

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -89,15 +90,16 @@ func runKubewardenController(args []string) error {
 		return err
 	}
 	r := &policyReconciler{
-		dynamic:   dynamic.NewForConfigOrDie(config),
-		client:    kubernetes.NewForConfigOrDie(config),
-		caBundle:  authority.CertPEM,
-		work:      work,
-		wasm:      *wasm,
-		certFile:  certFile,
-		keyFile:   keyFile,
-		ourServer: *webhookServer,
-		realPS:    *policyServer,
+		dynamic:    dynamic.NewForConfigOrDie(config),
+		client:     kubernetes.NewForConfigOrDie(config),
+		caBundle:   authority.CertPEM,
+		work:       work,
+		wasm:       *wasm,
+		certFile:   certFile,
+		keyFile:    keyFile,
+		ourServer:  *webhookServer,
+		realPS:     *policyServer,
+		kubeconfig: *kubeconfig,
 	}
 	defer r.stopServer()
 	// A poll rather than an informer: a handful of objects, and each change restarts a server
@@ -156,15 +158,16 @@ func policyCRD() *apiextensionsv1.CustomResourceDefinition {
 }
 
 type policyReconciler struct {
-	dynamic   dynamic.Interface
-	client    kubernetes.Interface
-	caBundle  []byte
-	work      string
-	wasm      string
-	certFile  string
-	keyFile   string
-	ourServer string
-	realPS    string
+	dynamic    dynamic.Interface
+	client     kubernetes.Interface
+	caBundle   []byte
+	work       string
+	wasm       string
+	certFile   string
+	keyFile    string
+	ourServer  string
+	realPS     string
+	kubeconfig string
 
 	served  []byte // the policies.yml the running server was started with
 	server  *exec.Cmd
@@ -302,8 +305,10 @@ func (r *policyReconciler) restartServer(ctx context.Context, config []byte) err
 		cmd = exec.Command(r.realPS, "--policies", policiesFile, "--addr", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--readiness-probe-port", strconv.Itoa(probe), "--cert-file", r.certFile, "--key-file", r.keyFile,
 			"--policies-download-dir", r.work)
+		// policy-server connects to a cluster at start (context-aware policies): this one.
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+r.kubeconfig)
 		ready = func() error {
-			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readiness", probe))
+			resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(fmt.Sprintf("http://127.0.0.1:%d/readiness", probe))
 			if err != nil {
 				return err
 			}
@@ -331,7 +336,11 @@ func (r *policyReconciler) restartServer(ctx context.Context, config []byte) err
 	cmd.Dir = r.work
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	fmt.Fprintf(log, "== starting %s\n", cmd.String())
-	if err := cmd.Start(); err != nil {
+	// Pdeathsig follows the thread that forks: keep this goroutine on its thread meanwhile.
+	runtime.LockOSThread()
+	err = cmd.Start()
+	runtime.UnlockOSThread()
+	if err != nil {
 		log.Close()
 		return err
 	}

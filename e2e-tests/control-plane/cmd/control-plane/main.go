@@ -2,7 +2,8 @@
 // for restage-gate's tests and playground. One binary holds every component, so the k8s.io code
 // they share is compiled and linked once:
 //
-//	control-plane up --dir DIR [--nodes N] [--policies FILE,...]   start everything, print KUBECONFIG=…, run until stopped
+//	control-plane up --dir DIR --wasm MODULE --webhook-server BIN [--policy-server BIN] [--nodes N]
+//	                                                               start everything, print KUBECONFIG=…, run until stopped
 //	control-plane down --dir DIR                                   stop what `up` started in DIR
 //	control-plane etcd | kube-apiserver | kube-controller-manager | kube-scheduler | node-agent ARGS...
 //	control-plane kubewarden-controller | servicebinding | argo-rollouts ARGS...
@@ -59,5 +60,5 @@ func main() {
 	}
 }
 
-const usage = `usage: control-plane up --dir DIR [--nodes N]
+const usage = `usage: control-plane up --dir DIR --wasm MODULE --webhook-server BIN [--policy-server BIN] [--nodes N]
        control-plane down --dir DIR`

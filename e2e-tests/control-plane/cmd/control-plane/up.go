@@ -16,6 +16,11 @@ import (
 	"syscall"
 	"time"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/restage-gate/restage-gate/e2e-tests/control-plane/internal/cluster"
 )
 
@@ -50,7 +55,13 @@ func up(args []string) error {
 		return err
 	}
 	defer os.Remove(filepath.Join(abs, "up.pid"))
-	_ = os.Remove(filepath.Join(abs, "ready"))
+	// A run starts from nothing: etcd's data of an earlier run would keep webhook configurations
+	// that name that run's ports and certificate authority.
+	for _, stale := range []string{"ready", "etcd", "pki", "policy-server", "servicebinding", "bin"} {
+		if err := os.RemoveAll(filepath.Join(abs, stale)); err != nil {
+			return err
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -69,6 +80,9 @@ func up(args []string) error {
 		return err
 	}
 	defer c.Stop()
+	if err := waitForComponents(ctx, c); err != nil {
+		return err
+	}
 	kubectl := filepath.Join(abs, "bin", "kubectl")
 	_ = os.Remove(kubectl)
 	if err := os.Symlink(self, kubectl); err != nil {
@@ -133,4 +147,43 @@ func running(dir string) (int, bool) {
 		return 0, false
 	}
 	return pid, syscall.Kill(pid, 0) == nil
+}
+
+// waitForComponents waits until the components have installed what a user applies next: the
+// CRDs and the projector's webhook configuration.
+func waitForComponents(ctx context.Context, c *cluster.Cluster) error {
+	config, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	extensions, err := apiextensionsclient.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	crds := []string{"clusteradmissionpolicies.policies.kubewarden.io", "servicebindings.servicebinding.io", "rollouts.argoproj.io"}
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Exited(); err != nil {
+			return false, err
+		}
+		for _, name := range crds {
+			if _, err := extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return false, nil
+			}
+		}
+		_, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, projectorWebhook, metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the components never installed their resources: %w", err)
+	}
+	for _, name := range crds {
+		if err := waitEstablished(ctx, extensions, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
