@@ -17,6 +17,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 const projectorConfiguration = "servicebinding-admission-projector"
@@ -102,11 +103,23 @@ func (a *app) resolveBinding(service string) {
 		"observedGeneration": binding.GetGeneration(),
 		"binding":            map[string]any{"name": service},
 	}
-	if _, err := bindings.UpdateStatus(ctx, binding, metav1.UpdateOptions{}); err != nil {
+	resolved, err := bindings.UpdateStatus(ctx, binding, metav1.UpdateOptions{})
+	if err != nil {
 		a.t.Fatal(err)
 	}
-	// The webhook reads bindings from a watch: wait until it has seen the status.
-	time.Sleep(time.Second)
+	// The webhook reads bindings from a watch: wait until it folds this one into a write, seen
+	// in a server-side dry run of the runner's write (projected, or refused by the guard for
+	// the binding it now carries).
+	key := "projector.servicebinding.io/secret-" + string(resolved.GetUID())
+	a.waitFor("the projector's webhook to see "+service, func() (bool, string) {
+		current := a.object()
+		answered, err := env.dynamic.Resource(a.kind.gvr()).Namespace(a.namespace).Update(ctx, current, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return strings.Contains(err.Error(), service), err.Error()
+		}
+		annotations, _, _ := unstructured.NestedStringMap(answered.Object, "spec", "template", "metadata", "annotations")
+		return annotations[key] == service, "a dry run of the runner's write is not projected yet"
+	})
 }
 
 // runnerWrite is Korifi's statefulset-runner writing the StatefulSet with nothing of its own to
