@@ -93,6 +93,18 @@ func newApp(t *testing.T, k kind) *app {
 	return a
 }
 
+// boundApp is a new app with each service bound, as the projector writes them, and its
+// controller caught up with the last write.
+func boundApp(t *testing.T, k kind, services ...string) *app {
+	t.Helper()
+	a := newApp(t, k)
+	for _, s := range services {
+		a.bind(s)
+	}
+	a.settled("the binds")
+	return a
+}
+
 // runningWith is a new app with `service` bound and rolled out to every pod, as the scenario's
 // starting point.
 func runningWith(t *testing.T, k kind, service string) *app {
@@ -102,9 +114,25 @@ func runningWith(t *testing.T, k kind, service string) *app {
 	a.settled("the bind")
 	a.mustKubectl("annotate", k.resourceName(a.name), "restage-gate.io/release=now", "--overwrite")
 	a.waitRolledOut("the bind's rollout")
+	a.quiet()
 	a.baseline = a.snapshotSeen()
 	a.userMade = 0
 	return a
+}
+
+// quiet waits until nobody has written the workload for a while. The binding runtime's
+// controller answers each change of a workload by writing it again (no change, but admitted
+// through every webhook), so a bind during a rollout's status updates meets the projector race
+// (docs/testing.md); a scenario that is not about the race starts once that has stopped.
+func (a *app) quiet() {
+	a.t.Helper()
+	last, since := "", time.Now()
+	a.waitFor("the workload to be left alone", func() (bool, string) {
+		if v := a.object().GetResourceVersion(); v != last {
+			last, since = v, time.Now()
+		}
+		return time.Since(since) > 3*time.Second, "written at resourceVersion " + last
+	})
 }
 
 // deletePod deletes the app's first pod by name, as `kubectl delete pod` does, and waits until

@@ -57,7 +57,7 @@ var deferScenarios = []scenario{
 			r := a.measure(nil)
 			// Only the first bind is sure to be listed: the projector's webhook folds a binding
 			// its controller has not written yet into the next write of the workload, after
-			// restage-gate (the projector race, docs/design.md); the guard refuses such a write.
+			// restage-gate (the projector race, docs/testing.md); the guard refuses such a write.
 			a.mustBeHeldWith("+" + upsi)
 			return r
 		},
@@ -65,9 +65,7 @@ var deferScenarios = []scenario{
 	{
 		name: "bind, then delete a pod",
 		run: func(t *testing.T, k kind) row {
-			a := newApp(t, k)
-			a.bind("orders-db")
-			a.settled("the bind")
+			a := boundApp(t, k, "orders-db")
 			a.deletePod()
 			r := a.measure(nil)
 			a.mustBeHeldWith("+orders-db")
@@ -78,9 +76,7 @@ var deferScenarios = []scenario{
 		name:  "bind, then kubectl rollout restart",
 		kinds: restartsWhileHeld,
 		run: func(t *testing.T, k kind) row {
-			a := newApp(t, k)
-			a.bind("orders-db")
-			a.settled("the bind")
+			a := boundApp(t, k, "orders-db")
 			return a.releasedBy(func() { a.mustKubectl(k.restart(a.name)...) })
 		},
 	},
@@ -88,9 +84,7 @@ var deferScenarios = []scenario{
 		name:  "bind, then kubectl rollout resume (kubectl rollout restart is refused while held)",
 		kinds: resumesWhileHeld,
 		run: func(t *testing.T, k kind) row {
-			a := newApp(t, k)
-			a.bind("orders-db")
-			a.settled("the bind")
+			a := boundApp(t, k, "orders-db")
 			if out, err := a.kubectl("rollout", "restart", k.resourceName(a.name)); err == nil {
 				t.Fatalf("kubectl rollout restart of a held %s succeeded:\n%s", k.Kind, out)
 			}
@@ -100,9 +94,7 @@ var deferScenarios = []scenario{
 	{
 		name: "bind, then kubectl annotate restage-gate.io/release=now",
 		run: func(t *testing.T, k kind) row {
-			a := newApp(t, k)
-			a.bind("orders-db")
-			a.settled("the bind")
+			a := boundApp(t, k, "orders-db")
 			return a.releasedBy(func() {
 				a.mustKubectl("annotate", k.resourceName(a.name), "restage-gate.io/release=now", "--overwrite")
 			})
@@ -112,10 +104,7 @@ var deferScenarios = []scenario{
 		name:  "bind two, then kubectl set image",
 		kinds: deploysWithKubectl,
 		run: func(t *testing.T, k kind) row {
-			a := newApp(t, k)
-			a.bind(upsi)
-			a.bind("orders-db")
-			a.settled("the binds")
+			a := boundApp(t, k, upsi, "orders-db")
 			container := a.firstContainer()
 			return a.releasedBy(func() {
 				a.mustKubectl("set", "image", k.resourceName(a.name), container+"=registry.example.com/apps/next:2")

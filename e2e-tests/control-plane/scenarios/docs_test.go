@@ -461,38 +461,44 @@ func removePolicies(t *testing.T) {
 	waitNoPolicyWebhooks(t)
 }
 
-// waitNoPolicyWebhooks waits until no webhook configuration of a ClusterAdmissionPolicy is left
-// (Kubewarden names them after the policy id, clusterwide-NAME).
+// waitNoPolicyWebhooks waits until no webhook configuration of a ClusterAdmissionPolicy is left.
 func waitNoPolicyWebhooks(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	api := env.client.AdmissionregistrationV1()
 	var left []string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		left = nil
-		ms, err := api.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, m := range ms.Items {
-			if strings.HasPrefix(m.Name, "clusterwide-") {
-				left = append(left, m.Name)
-			}
-		}
-		vs, err := api.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, v := range vs.Items {
-			if strings.HasPrefix(v.Name, "clusterwide-") {
-				left = append(left, v.Name)
-			}
-		}
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		left = policyWebhooks(t)
 		return len(left) == 0, nil
 	})
 	if err != nil {
 		t.Fatalf("the policies' webhook configurations %v were never removed: %v", left, err)
 	}
+}
+
+// policyWebhooks names the webhook configurations of ClusterAdmissionPolicies now in the cluster.
+func policyWebhooks(t *testing.T) []string {
+	t.Helper()
+	ctx := context.Background()
+	api := env.client.AdmissionregistrationV1()
+	var names []string
+	ms, err := api.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms.Items {
+		if strings.HasPrefix(m.Name, "clusterwide-") {
+			names = append(names, m.Name)
+		}
+	}
+	vs, err := api.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs.Items {
+		if strings.HasPrefix(v.Name, "clusterwide-") {
+			names = append(names, v.Name)
+		}
+	}
+	return names
 }
 
 // policyStatus is a ClusterAdmissionPolicy's status.policyStatus, or "" when it does not exist.
@@ -643,7 +649,10 @@ func TestDocsGuardAndMonitorSetups(t *testing.T) {
 	if status := policyStatus(t, "restage-gate-monitor"); status != "" {
 		t.Fatalf("restage-gate-monitor is still there (%s) after its delete", status)
 	}
-	waitNoPolicyWebhooks(t)
+	// The controller's finalizer holds the delete until the webhook is gone.
+	if left := policyWebhooks(t); len(left) > 0 {
+		t.Fatalf("kubectl delete returned while the API server still calls %v", left)
+	}
 
 	d.run(t, "README.md", "kubectl apply -f policy.yaml -f guard.yaml")
 	mustSayMet(t, d.run(t, "README.md", waitGuard), "restage-gate", "restage-gate-guard")

@@ -106,9 +106,7 @@ func heldApps(t *testing.T) []*app {
 	t.Helper()
 	var apps []*app
 	for _, k := range kinds {
-		a := newApp(t, k)
-		a.bind("orders-db")
-		a.settled("the bind")
+		a := boundApp(t, k, "orders-db")
 		if !a.held() {
 			t.Fatalf("%s not held after the bind: %s", k.Kind, describe(a))
 		}

@@ -5,16 +5,11 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/restage-gate/restage-gate/e2e-tests/control-plane/internal/modulefiles"
@@ -28,16 +23,11 @@ var argoRollouts = modulefiles.Module{
 }
 
 func runArgoRollouts(args []string) error {
-	flags := flag.NewFlagSet("argo-rollouts", flag.ContinueOnError)
-	kubeconfig := flags.String("kubeconfig", "", "the admin kubeconfig")
-	if err := flags.Parse(args); err != nil {
-		return err
-	}
-	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	c := newComponent("argo-rollouts")
+	config, ctx, stop, err := c.start(args)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	dir, err := argoRollouts.Dir()
 	if err != nil {

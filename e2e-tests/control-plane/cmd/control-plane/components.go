@@ -13,6 +13,7 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/cli"
 	kubectlcmd "k8s.io/kubectl/pkg/cmd"
@@ -94,23 +95,44 @@ func runKubectl() int {
 }
 
 func runNodeAgent(args []string) error {
-	flags := flag.NewFlagSet("node-agent", flag.ContinueOnError)
-	kubeconfig := flags.String("kubeconfig", "", "the admin kubeconfig")
-	nodes := flags.Int("nodes", 3, "how many nodes to register")
-	if err := flags.Parse(args); err != nil {
-		return err
-	}
-	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	c := newComponent("node-agent")
+	nodes := c.flags.Int("nodes", 3, "how many nodes to register")
+	config, ctx, stop, err := c.start(args)
 	if err != nil {
 		return err
 	}
+	defer stop()
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
 	return nodeagent.Run(ctx, client, *nodes)
+}
+
+// component is how each component that talks to the API server starts: its own flags and
+// --kubeconfig, the admin's client configuration, and a context that ends when the control
+// plane stops it.
+type component struct {
+	flags      *flag.FlagSet
+	kubeconfig *string
+}
+
+func newComponent(name string) *component {
+	flags := flag.NewFlagSet(name, flag.ContinueOnError)
+	return &component{flags: flags, kubeconfig: flags.String("kubeconfig", "", "the admin kubeconfig")}
+}
+
+// start parses the arguments and connects; stop releases the context.
+func (c *component) start(args []string) (*rest.Config, context.Context, context.CancelFunc, error) {
+	if err := c.flags.Parse(args); err != nil {
+		return nil, nil, nil, err
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", *c.kubeconfig)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	return config, ctx, stop, nil
 }
 
 func exitCode(code int) error {

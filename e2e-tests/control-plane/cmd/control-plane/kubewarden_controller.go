@@ -15,12 +15,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -37,7 +35,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
@@ -52,24 +49,20 @@ var clusterAdmissionPolicies = schema.GroupVersionResource{Group: "policies.kube
 const managedBy = "restage-gate.test/managed-by"
 
 func runKubewardenController(args []string) error {
-	flags := flag.NewFlagSet("kubewarden-controller", flag.ContinueOnError)
-	kubeconfig := flags.String("kubeconfig", "", "the admin kubeconfig")
+	c := newComponent("kubewarden-controller")
+	flags := c.flags
 	dir := flags.String("dir", "", "the run's directory (its pki/ holds the authority)")
 	wasm := flags.String("wasm", "", "the module every policy runs")
 	webhookServer := flags.String("webhook-server", "", "restage-gate-webhook")
 	policyServer := flags.String("policy-server", "", "a real policy-server binary, instead of restage-gate-webhook")
-	if err := flags.Parse(args); err != nil {
-		return err
-	}
-	if *wasm == "" || (*webhookServer == "" && *policyServer == "") {
-		return errors.New("--wasm and --webhook-server (or --policy-server) are required")
-	}
-	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	config, ctx, stop, err := c.start(args)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if *wasm == "" || (*webhookServer == "" && *policyServer == "") {
+		return errors.New("--wasm and --webhook-server (or --policy-server) are required")
+	}
 	if err := installCRDs(ctx, config, policyCRD()); err != nil {
 		return err
 	}
@@ -99,7 +92,7 @@ func runKubewardenController(args []string) error {
 		keyFile:    keyFile,
 		ourServer:  *webhookServer,
 		realPS:     *policyServer,
-		kubeconfig: *kubeconfig,
+		kubeconfig: *c.kubeconfig,
 	}
 	defer r.stopServer()
 	// A poll rather than an informer: a handful of objects, and each change restarts a server

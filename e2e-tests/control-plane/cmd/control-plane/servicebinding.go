@@ -8,13 +8,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/restage-gate/restage-gate/e2e-tests/control-plane/internal/certs"
 	"github.com/restage-gate/restage-gate/e2e-tests/control-plane/internal/cluster"
@@ -39,22 +35,18 @@ import (
 const projectorWebhook = "servicebinding-admission-projector"
 
 func runServiceBinding(args []string) error {
-	flags := flag.NewFlagSet("servicebinding", flag.ContinueOnError)
-	kubeconfig := flags.String("kubeconfig", "", "the admin kubeconfig")
+	c := newComponent("servicebinding")
+	flags := c.flags
 	dir := flags.String("dir", "", "the run's directory (its pki/ holds the authority)")
 	part := flags.String("part", "", "controller or webhook")
-	if err := flags.Parse(args); err != nil {
-		return err
-	}
-	if *part != "controller" && *part != "webhook" {
-		return fmt.Errorf("--part is controller or webhook, not %q", *part)
-	}
-	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	config, ctx, stop, err := c.start(args)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if *part != "controller" && *part != "webhook" {
+		return fmt.Errorf("--part is controller or webhook, not %q", *part)
+	}
 
 	crds, err := servicebinding.CRDs()
 	if err != nil {
