@@ -309,6 +309,8 @@ webhook-server:
 
 # Everything of the control-plane module: its unit tests, then the scenarios on a control plane
 # it starts and stops. POLICY_SERVER=path/to/policy-server runs them through a real policy-server.
+# The scenarios' parallel subtests spend their time waiting on controllers, so more of them run
+# at once than the machine has cores (-parallel).
 test-control-plane: policy.wasm
 	@if ! $(go_usable); then $(call go_missing,the control-plane scenarios); exit 0; fi; \
 	$(MAKE) --no-print-directory control-plane webhook-server; \
@@ -316,7 +318,7 @@ test-control-plane: policy.wasm
 	unformatted=$$("$$(dirname "$$(command -v $(GO))")/gofmt" -l .); [ -z "$$unformatted" ] || { echo "gofmt: not formatted: $$unformatted"; exit 1; }; \
 	$(GO) vet ./...; \
 	PATH=$(dir $(GO)):$$PATH CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/policy.wasm \
-	  $(GO) test -count=1 -p 1 -timeout 30m ./...
+	  $(GO) test -count=1 -p 1 -parallel 16 -timeout 30m ./...
 
 # A playground: the same control plane with restage-gate (policy.yaml, as the README installs it)
 # and the binding runtime, in the background. Its last line is the KUBECONFIG for kubectl.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -33,7 +34,7 @@ var serviceBindings = schema.GroupVersionResource{Group: "servicebinding.io", Ve
 
 // app is one workload under test.
 type app struct {
-	t         *testing.T
+	t         testing.TB
 	kind      kind
 	namespace string
 	name      string
@@ -51,6 +52,29 @@ type app struct {
 // newApp creates the kind's workload with three pods in a new namespace and waits until they
 // run.
 func newApp(t *testing.T, k kind) *app {
+	t.Helper()
+	a := createApp(t, k)
+	a.waitRolledOut("the first rollout")
+	a.baseline = a.snapshotSeen()
+	return a
+}
+
+// newApps is newApp for each kind, the first rollouts waited for together.
+func newApps(t *testing.T, ks ...kind) []*app {
+	t.Helper()
+	var apps []*app
+	for _, k := range ks {
+		apps = append(apps, createApp(t, k))
+	}
+	each(t, apps, func(a *app) {
+		a.waitRolledOut("the first rollout")
+		a.baseline = a.snapshotSeen()
+	})
+	return apps
+}
+
+// createApp creates the kind's workload in a new namespace.
+func createApp(t *testing.T, k kind) *app {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rg-" + strings.ToLower(k.Kind) + "-"}}
@@ -88,9 +112,48 @@ func newApp(t *testing.T, k kind) *app {
 	if _, err := env.dynamic.Resource(k.gvr()).Namespace(a.namespace).Create(ctx, workload, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating %s %s/%s: %v", k.Kind, a.namespace, a.name, err)
 	}
-	a.waitRolledOut("the first rollout")
-	a.baseline = a.snapshotSeen()
 	return a
+}
+
+// each runs step for every app at once, each in a goroutine of its own, and returns when all
+// are done: the apps wait on their own controllers, not on one another. A failed step fails
+// the test and ends that step; the test ends once every step has returned.
+func each(t *testing.T, apps []*app, step func(a *app)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, a := range apps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			own := a.t
+			a.t = stepT{own}
+			defer func() { a.t = own }()
+			step(a)
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// stepT is the test's T in a goroutine of each: testing allows FailNow on the test's own
+// goroutine only, so a Fatal here fails the test and ends this goroutine.
+type stepT struct{ testing.TB }
+
+func (s stepT) FailNow() {
+	s.Fail()
+	runtime.Goexit()
+}
+
+func (s stepT) Fatal(args ...any) {
+	s.Error(args...)
+	runtime.Goexit()
+}
+
+func (s stepT) Fatalf(format string, args ...any) {
+	s.Errorf(format, args...)
+	runtime.Goexit()
 }
 
 // boundApp is a new app with each service bound, as the projector writes them, and its
@@ -103,6 +166,19 @@ func boundApp(t *testing.T, k kind, services ...string) *app {
 	}
 	a.settled("the binds")
 	return a
+}
+
+// boundApps is boundApp for each kind, the apps made and bound together.
+func boundApps(t *testing.T, ks []kind, services ...string) []*app {
+	t.Helper()
+	apps := newApps(t, ks...)
+	each(t, apps, func(a *app) {
+		for _, s := range services {
+			a.bind(s)
+		}
+		a.settled("the binds")
+	})
+	return apps
 }
 
 // runningWith is a new app with `service` bound and rolled out to every pod, as the scenario's
@@ -428,7 +504,7 @@ func readJSON(t *testing.T, path string) map[string]any {
 }
 
 // writeManifest writes an object as a file kubectl can apply.
-func writeManifest(t *testing.T, obj *unstructured.Unstructured) string {
+func writeManifest(t testing.TB, obj *unstructured.Unstructured) string {
 	t.Helper()
 	text, err := json.Marshal(obj.Object)
 	if err != nil {

@@ -558,7 +558,7 @@ func control(a *app) string {
 // mustHaveRolledOnce waits for the app's rollout and checks that it rolled once since it ran:
 // every pod replaced once, by pods that mount what it has bound, and nothing of restage-gate
 // left on it.
-func mustHaveRolledOnce(t *testing.T, a *app, bound string) {
+func mustHaveRolledOnce(t testing.TB, a *app, bound string) {
 	t.Helper()
 	a.waitRolledOut("the release's rollout")
 	if ever := a.podsEver(); ever != 2*a.kind.Pods {
@@ -673,7 +673,7 @@ func TestDocsGuardAndMonitorSetups(t *testing.T) {
 }
 
 func TestDocsOperations(t *testing.T) {
-	// One test function, no subtests: the apps belong to it, and fail it from its goroutine.
+	// No subtests: the apps belong to this test function, which waits on them together (each).
 	d := newDocSteps(t)
 	install(t, "policy.yaml")
 	apps := heldApps(t)
@@ -706,38 +706,34 @@ func TestDocsOperations(t *testing.T) {
 	for _, a := range apps {
 		mustRunShell(t, forApp(forKind(annotate, a), a))
 	}
-	for _, a := range apps {
-		mustHaveRolledOnce(t, a, "orders-db")
-	}
+	each(t, apps, func(a *app) { mustHaveRolledOnce(a.t, a, "orders-db") })
 
 	// Held again, by a second bind; each kind's own line releases it, which rolls once.
-	for _, a := range apps {
+	each(t, apps, func(a *app) {
 		a.bind("cache")
-	}
-	for _, a := range apps {
 		a.settled("the second bind")
 		a.mustBeHeldWith("+cache")
-	}
+	})
 	rolled := map[*app]int{}
 	for _, a := range apps {
 		rolled[a] = a.podsEver()
 		mustRunShell(t, forApp(d.command(t, "README.md", ownApplyNow(a.kind)), a))
 	}
-	for _, a := range apps {
+	each(t, apps, func(a *app) {
 		a.waitRolledOut("the release's rollout")
 		if made := a.podsEver() - rolled[a]; made != a.kind.Pods {
-			t.Errorf("%s: the release made %d pods, want %d: one rollout", a.kind.Kind, made, a.kind.Pods)
+			a.t.Errorf("%s: the release made %d pods, want %d: one rollout", a.kind.Kind, made, a.kind.Pods)
 		}
 		if m := markers(a); len(m) > 0 || a.held() {
-			t.Errorf("%s: still held: %s", a.kind.Kind, describe(a))
+			a.t.Errorf("%s: still held: %s", a.kind.Kind, describe(a))
 		}
 		for _, sees := range a.podsSee() {
 			if sees != "cache,orders-db" {
-				t.Errorf("%s: the pods see %v, want cache,orders-db each", a.kind.Kind, a.podsSee())
+				a.t.Errorf("%s: the pods see %v, want cache,orders-db each", a.kind.Kind, a.podsSee())
 				break
 			}
 		}
-	}
+	})
 	// Released, none is listed any more.
 	out = d.run(t, "README.md", readmeFindHeld)
 	if rows := inNamespaces(tableRows(out, "KIND"), 1, apps...); len(rows) > 0 {
@@ -826,15 +822,15 @@ func TestDocsInstall(t *testing.T) {
 		}
 
 		listed("after the upgrade")
-		for _, a := range apps {
+		each(t, apps, func(a *app) {
 			a.settled("the upgrade")
 			if got := a.storedState(); got != stored[a] {
-				t.Errorf("%s: the upgrade changed the held workload:\nbefore %s\nafter  %s", a.kind.Kind, stored[a], got)
+				a.t.Errorf("%s: the upgrade changed the held workload:\nbefore %s\nafter  %s", a.kind.Kind, stored[a], got)
 			}
 			if ever := a.podsEver(); ever != a.kind.Pods {
-				t.Errorf("%s: %d pods were ever created, want the first %d only", a.kind.Kind, ever, a.kind.Pods)
+				a.t.Errorf("%s: %d pods were ever created, want the first %d only", a.kind.Kind, ever, a.kind.Pods)
 			}
-		}
+		})
 	})
 
 	t.Run("window-release.yaml installs in Kubewarden's namespace", func(t *testing.T) {
@@ -965,20 +961,17 @@ func TestDocsUninstall(t *testing.T) {
 	}
 
 	// Held before the procedure begins, and held between its steps 2 and 3: one of each kind.
-	var early, late []*app
+	apps := newApps(t, append(append([]kind{}, kinds...), kinds...)...)
+	early, late := apps[:len(kinds)], apps[len(kinds):]
 	original := map[*app]string{}
-	for _, k := range kinds {
-		for _, list := range []*[]*app{&early, &late} {
-			a := newApp(t, k)
-			original[a] = control(a)
-			*list = append(*list, a)
-		}
+	for _, a := range apps {
+		original[a] = control(a)
 	}
-	for _, a := range early {
+	each(t, early, func(a *app) {
 		a.bind("orders-db")
 		a.settled("the bind")
 		a.mustBeHeldWith("+orders-db")
-	}
+	})
 
 	windowJobGone := func() {
 		for _, file := range []string{"window-release.yaml", "window-release-argoproj.io.yaml"} {
@@ -995,14 +988,12 @@ func TestDocsUninstall(t *testing.T) {
 	}{
 		{[]string{"kubectl delete -f window-release.yaml …"}, func(string) { windowJobGone() }},
 		{[]string{`if [ -n "$(kubectl api-resources --api-group=apps -o name)" ]; then kubectl annotate …`}, func(string) {
-			for _, a := range early {
-				mustHaveRolledOnce(t, a, "orders-db")
-			}
-			for _, a := range late {
+			each(t, early, func(a *app) { mustHaveRolledOnce(a.t, a, "orders-db") })
+			each(t, late, func(a *app) {
 				a.bind("orders-db")
 				a.settled("the bind between steps 2 and 3")
 				a.mustBeHeldWith("+orders-db")
-			}
+			})
 		}},
 		{[]string{"kubectl delete clusteradmissionpolicy restage-gate-guard"}, func(string) {
 			if status := policyStatus(t, "restage-gate-guard"); status != "" {
@@ -1019,9 +1010,7 @@ func TestDocsUninstall(t *testing.T) {
 			waitNoPolicyWebhooks(t)
 		}},
 		{[]string{"restore=' …", `if [ -n "$(kubectl api-resources --api-group=apps -o name)" ]; then kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true -o json …`}, func(string) {
-			for _, a := range late {
-				mustHaveRolledOnce(t, a, "orders-db")
-			}
+			each(t, late, func(a *app) { mustHaveRolledOnce(a.t, a, "orders-db") })
 		}},
 		{[]string{listHeld}, func(out string) {
 			// once for each API group the cluster serves
@@ -1057,18 +1046,18 @@ func TestDocsUninstall(t *testing.T) {
 		s.then(mustRunShell(t, strings.Join(block, "\n")))
 	}
 
-	for _, a := range append(early, late...) {
+	each(t, apps, func(a *app) {
 		a.settled("the uninstall")
 		if ever := a.podsEver(); ever != 2*a.kind.Pods {
-			t.Errorf("%s %s: %d pods were ever created, want %d: one rollout", a.kind.Kind, a.namespace, ever, 2*a.kind.Pods)
+			a.t.Errorf("%s %s: %d pods were ever created, want %d: one rollout", a.kind.Kind, a.namespace, ever, 2*a.kind.Pods)
 		}
 		if got := control(a); got != original[a] {
-			t.Errorf("%s %s: its control is %s, want %s as before the bind", a.kind.Kind, a.namespace, got, original[a])
+			a.t.Errorf("%s %s: its control is %s, want %s as before the bind", a.kind.Kind, a.namespace, got, original[a])
 		}
 		if m := markers(a); len(m) > 0 {
-			t.Errorf("%s %s: still marked %v", a.kind.Kind, a.namespace, m)
+			a.t.Errorf("%s %s: still marked %v", a.kind.Kind, a.namespace, m)
 		}
-	}
+	})
 	list, err := env.dynamic.Resource(admissionPolicies).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

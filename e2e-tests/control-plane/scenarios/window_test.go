@@ -104,13 +104,11 @@ func jobCommand(t *testing.T) []string {
 // heldApps makes one held app of each kind.
 func heldApps(t *testing.T) []*app {
 	t.Helper()
-	var apps []*app
-	for _, k := range kinds {
-		a := boundApp(t, k, "orders-db")
+	apps := boundApps(t, kinds, "orders-db")
+	for _, a := range apps {
 		if !a.held() {
-			t.Fatalf("%s not held after the bind: %s", k.Kind, describe(a))
+			t.Fatalf("%s not held after the bind: %s", a.kind.Kind, describe(a))
 		}
-		apps = append(apps, a)
 	}
 	return apps
 }
