@@ -85,13 +85,12 @@ var docsRunHere = []docEntry{
 	{"docs/uninstall.md", "restore=' …", "TestDocsUninstall"},
 	{"docs/uninstall.md", `if [ -n "$(kubectl api-resources --api-group=apps -o name)" ]; then kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true -o json …`, "TestDocsUninstall"},
 	{"docs/uninstall.md", listHeld, "TestDocsUninstall"},
+	{"README.md", rolloutApplyNow, "TestRolloutBindIsHeldOnTheRealAPIServer"},
 }
 
 // docsNotRun: not run here: why. Commands without kubectl (make, kwctl, docker, curl, cosign)
-// talk to no cluster; the simulation's suite lists them.
+// talk to no cluster; e2e-tests/tests/operator_docs.rs runs or lists them.
 var docsNotRun = []docEntry{
-	{"README.md", "kubectl patch rollout/NAME …",
-		"no Argo Rollouts controller runs here, so nothing would roll a released Rollout; the simulation runs it (e2e-tests/tests/operator_docs.rs)"},
 	{"docs/install.md", "kubectl create configmap restage-gate-verification …",
 		"configures the signature check of Kubewarden's PolicyServer, which this control plane does not run (its policy server serves a local module, never pulled or verified), from the operator's own verification-config.yml"},
 }
@@ -265,9 +264,17 @@ func docNames(entry, command string) bool {
 var kubectlWord = regexp.MustCompile(`(^|[^A-Za-z0-9_./-])kubectl($|[^A-Za-z0-9_-])`)
 
 func TestEveryClusterCommandOfTheDocsRunsHereOrIsListed(t *testing.T) {
-	source, err := os.ReadFile("docs_test.go")
+	files, err := filepath.Glob("*_test.go")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var source []byte
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		source = append(source, text...)
 	}
 	run, notRun := docsRun(), docsNotRun
 	commands := map[string][]string{}
@@ -312,7 +319,7 @@ func TestEveryClusterCommandOfTheDocsRunsHereOrIsListed(t *testing.T) {
 				t.Errorf("%s: %s: `%s` names %d documented commands; name exactly one as the doc writes it", list, e.file, e.command, n)
 			}
 			if list == "docsRun" && !strings.Contains(string(source), "func "+e.by+"(t *testing.T)") {
-				t.Errorf("docsRun gives %s: `%s` to %s, which this file does not have", e.file, e.command, e.by)
+				t.Errorf("docsRun gives %s: `%s` to %s, which no scenario file has", e.file, e.command, e.by)
 			}
 		}
 	}
@@ -739,7 +746,7 @@ func TestDocsOperations(t *testing.T) {
 	if rows := inNamespaces(tableRows(out, "KIND"), 1, apps...); len(rows) > 0 {
 		t.Errorf("released, and still listed: %v", rows)
 	}
-	// The README's Rollout line is in docsNotRun: no Argo Rollouts controller runs here.
+	// The README's Rollout line runs in TestRolloutBindIsHeldOnTheRealAPIServer.
 }
 
 func TestDocsInstall(t *testing.T) {

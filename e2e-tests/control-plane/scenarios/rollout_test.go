@@ -1,8 +1,8 @@
 // The Rollout kind as far as this control plane goes: Argo Rollouts' CRD is served, its
 // controller is not run (cmd/control-plane/argo_rollouts.go says why), so the scenario writes the
 // status a fully promoted canary has, as the controller would, and a bind through the real
-// projector and API server is held with spec.paused. What its controller then does with the pods
-// is the simulation's.
+// projector and API server is held with spec.paused, and released by the README's own line. What
+// its controller then does with the pods is the simulation's.
 package scenarios
 
 import (
@@ -44,7 +44,24 @@ func TestRolloutBindIsHeldOnTheRealAPIServer(t *testing.T) {
 	a := &app{t: t, kind: rolloutKind, namespace: ns, name: created.GetName()}
 	a.bind("orders-db")
 	a.mustBeHeldWith("+orders-db")
+
+	// The README's apply-now line for a Rollout, as written: restage-gate takes the unpause as
+	// the release and removes its markers; the rollout that follows is the controller's.
+	d := newDocSteps(t)
+	mustRunShell(t, forApp(d.command(t, "README.md", rolloutApplyNow), a))
+	if a.held() {
+		t.Fatalf("still held after the README's release: %s", describe(a))
+	}
+	if m := markers(a); len(m) > 0 {
+		t.Fatalf("released, and still marked %v", m)
+	}
+	if paused, _, _ := unstructured.NestedBool(a.object().Object, "spec", "paused"); paused {
+		t.Fatalf("released, and still paused: %s", describe(a))
+	}
 }
+
+// rolloutApplyNow is the README's apply-now line for a Rollout.
+const rolloutApplyNow = "kubectl patch rollout/NAME …"
 
 // newNamespace creates a namespace for a test that makes no app, deleted when the test passes.
 func newNamespace(t *testing.T, prefix string) string {
