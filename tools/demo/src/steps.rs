@@ -206,9 +206,9 @@ pub const STEPS: [Step; 14] = [
             opened_minutes_ago: 35,
         },
         title: "The same window, once the workload's slot has come",
-        explanation: "35 minutes into the window the DaemonSet's minute 33 has passed: the job's \
-            next tick releases it, as in a window without a spread. Another workload, with \
-            another uid, is released at the first tick after its own minute.",
+        explanation: "35 minutes into the window the DaemonSet's minute 33 has passed: the same \
+            write releases it, as in a window without a spread. A workload with another uid is \
+            released by the job's first tick from its own minute.",
     },
     Step {
         request: "01-bind.json",
