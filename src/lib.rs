@@ -14,7 +14,7 @@ mod response;
 mod settings;
 pub mod template;
 mod view;
-mod window;
+pub mod window;
 pub mod workload;
 
 // The JSON machinery below them.

@@ -12,7 +12,7 @@ use crate::template::artefacts;
 use crate::template::classify::{Change, ChangeKind};
 use crate::template::insertion::compare;
 use crate::view::{at, text_at};
-use crate::window::Window;
+use crate::window::{Opening, Window};
 use crate::workload::{self, Kind, Workload};
 
 /// The parts of an admission request the decision reads: the objects as far as
@@ -44,9 +44,11 @@ pub enum Decision {
         workload: &'static dyn Workload,
         hold: Hold,
         first: bool,
-        /// The request asked for a release in a maintenance window and none is open: the
-        /// request is dropped and the response says why.
+        /// The request asked for a release in a maintenance window and none is open for the
+        /// workload: the request is dropped and the response says why.
         no_window: bool,
+        /// A window is open, but the workload's slot in it opens only at this time.
+        slot: Option<UtcTime>,
     },
     /// Drop the markers and restore `restore` (or leave the control as the request sets it);
     /// the held changes roll in this one rollout.
@@ -75,6 +77,8 @@ pub const APP_GUID_LABEL: &str = "korifi.cloudfoundry.org/app-guid";
 
 const NAME: &[&str] = &["metadata", "name"];
 const NAMESPACE: &[&str] = &["metadata", "namespace"];
+/// A window spreading its releases gives each object the slot of its uid.
+const UID: &[&str] = &["metadata", "uid"];
 const DELETION: &[&str] = &["metadata", "deletionTimestamp"];
 const LABELS: &[&str] = &["metadata", "labels"];
 const ANNOTATIONS: &[&str] = &["metadata", "annotations"];
@@ -96,7 +100,7 @@ fn plan_for(kinds: impl Iterator<Item = &'static Kind> + Clone) -> ReadPlan {
             .filter(|key| !key.starts_with(MARKER_PREFIX)),
     );
     let mut plan = ReadPlan {
-        values: vec![NAME, NAMESPACE, DELETION],
+        values: vec![NAME, NAMESPACE, UID, DELETION],
         maps: vec![
             (LABELS, vec![MARKER_PREFIX, APP_GUID_LABEL]),
             (ANNOTATIONS, annotations.collect()),
@@ -175,10 +179,8 @@ fn decide_for<'a, T: Tree>(
     if change.emptied && held && !markers::is_held(object) {
         change.kind = ChangeKind::Wipe;
     }
-    let window = settings
-        .maintenance_windows
-        .iter()
-        .find(|w| w.contains(now));
+    let uid = text_at(old, UID).or_else(|| text_at(object, UID));
+    let (window, slot) = open_window(&settings.maintenance_windows, now, uid);
     let binding_only = change.kind == ChangeKind::BindingOnly;
     let roll_now = binding_only
         .then(|| workload.must_roll_now(&change))
@@ -204,7 +206,13 @@ fn decide_for<'a, T: Tree>(
                 workload,
                 why: format!("{what}; not refused, new pods would mount a deleted secret"),
             },
-            None => reject(request, workload, &change, &settings.maintenance_windows),
+            None => reject(
+                request,
+                workload,
+                &change,
+                &settings.maintenance_windows,
+                slot,
+            ),
         },
         Mode::Reject => Decision::Accept,
         Mode::Defer if held => {
@@ -225,7 +233,7 @@ fn decide_for<'a, T: Tree>(
                 release("rollout resumed".into())
             } else {
                 let no_window = requested == Some(ReleaseRequest::InWindow);
-                keep_hold(request, workload, &change, now, no_window)
+                keep_hold(request, workload, &change, now, no_window, slot)
             }
         }
         Mode::Defer if markers::release_request(object).is_some() => Decision::NotHeld { workload },
@@ -241,6 +249,7 @@ fn decide_for<'a, T: Tree>(
                 },
                 first: true,
                 no_window: false,
+                slot,
             },
         },
         Mode::Defer => Decision::Accept,
@@ -256,6 +265,7 @@ fn keep_hold<T>(
     change: &Change,
     now: UtcTime,
     no_window: bool,
+    slot: Option<UtcTime>,
 ) -> Decision {
     let held = markers::read(request.old_object, workload.remembered_annotation());
     let remembered = if requests_rolling_control(request, workload) {
@@ -287,7 +297,26 @@ fn keep_hold<T>(
         },
         first: false,
         no_window,
+        slot,
     }
+}
+
+/// The first window open at `now` for the object with `uid`; when none is but one is open with
+/// the object's slot still to come, the earliest such slot.
+fn open_window<'w>(
+    windows: &'w [Window],
+    now: UtcTime,
+    uid: Option<&str>,
+) -> (Option<&'w Window>, Option<UtcTime>) {
+    let mut slot: Option<UtcTime> = None;
+    for window in windows {
+        match window.opening(now, uid) {
+            Opening::Open => return (Some(window), None),
+            Opening::Later(at) => slot = Some(slot.map_or(at, |s| s.min(at))),
+            Opening::Closed => {}
+        }
+    }
+    (None, slot)
 }
 
 /// What a release writes back: nothing when the request sets a rolling control itself (it is
@@ -359,6 +388,7 @@ fn reject<T>(
     workload: &dyn Workload,
     change: &Change,
     windows: &[Window],
+    slot: Option<UtcTime>,
 ) -> Decision {
     let meta = |key: &str, fallback: &'static str| {
         text_at(request.object, &["metadata", key]).unwrap_or(fallback)
@@ -384,7 +414,16 @@ fn reject<T>(
         String::new()
     } else {
         let list: Vec<String> = windows.iter().map(Window::to_string).collect();
-        format!(", or wait for a maintenance window ({})", list.join("; "))
+        let slot = slot.map_or_else(String::new, |at| {
+            format!(
+                "; this workload's slot in the open one starts at {}",
+                at.rfc3339()
+            )
+        });
+        format!(
+            ", or wait for a maintenance window ({}{slot})",
+            list.join("; ")
+        )
     };
     let kind = workload.kind();
     let restart = workload.restart_command(namespace, name);

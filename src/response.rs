@@ -14,6 +14,16 @@ pub const NO_WINDOW: &str = "restage-gate.io/release=window dropped: no maintena
      open (settings.maintenanceWindows), so the hold stays until one opens; set \
      restage-gate.io/release=now to release now";
 
+/// Why `restage-gate.io/release: window` was dropped inside a window whose slot for the
+/// workload has not come; the slot's time follows.
+pub const BEFORE_SLOT: &str = "restage-gate.io/release=window dropped: a maintenance window is \
+     open, but it spreads its releases (settings.maintenanceWindows[].spreadMinutes) and this \
+     workload's slot opens only at ";
+
+/// What to do about a hold until its slot, after the slot's time.
+const AFTER_SLOT: &str = "; the window job's first tick from then on releases it; set \
+     restage-gate.io/release=now to release now";
+
 /// Admission warnings should stay under this many characters (kubectl shows them whole).
 pub const WARNING_LIMIT: usize = 120;
 
@@ -50,9 +60,27 @@ pub fn respond(
             hold,
             first,
             no_window,
+            slot,
         } => {
             let kind = workload.kind();
-            let warning = if no_window {
+            let slot = slot.map(|at| at.rfc3339());
+            let warning = if let Some(at) = &slot {
+                let held = if first {
+                    " rollout held"
+                } else {
+                    " stays held"
+                };
+                [
+                    "restage-gate: ",
+                    kind,
+                    held,
+                    " until its maintenance-window slot at ",
+                    at,
+                    "; pending: ",
+                    &hold.pending,
+                ]
+                .concat()
+            } else if no_window {
                 let since = &hold.held_since;
                 [
                     "restage-gate: ",
@@ -89,8 +117,16 @@ pub fn respond(
                 ("pending", hold.pending.as_str()),
                 ("apply-now", apply_now.as_str()),
             ];
-            if no_window {
-                audit.push(("reason", NO_WINDOW));
+            let before_slot = slot
+                .as_ref()
+                .map(|at| [BEFORE_SLOT, at, AFTER_SLOT].concat());
+            if let Some(at) = &slot {
+                audit.push(("slot", at));
+            }
+            match (no_window, &before_slot) {
+                (true, Some(reason)) => audit.push(("reason", reason)),
+                (true, None) => audit.push(("reason", NO_WINDOW)),
+                (false, _) => {}
             }
             response(true, None, Some((&audit, warning)))
         }

@@ -29,7 +29,7 @@ const FIELDS: [&str; 4] = [
     "extraVolumePrefixes",
     "extraAnnotationPrefixes",
 ];
-const WINDOW_FIELDS: [&str; 3] = ["days", "start", "end"];
+const WINDOW_FIELDS: [&str; 4] = ["days", "start", "end", "spreadMinutes"];
 
 impl Settings {
     /// Reads the settings object; `null` (no settings) gives the defaults.
@@ -165,7 +165,34 @@ fn window(value: &Value, path: &str) -> Result<Window, String> {
         }),
     }
     };
-    Ok(Window::new(&days, time("start")?, time("end")?))
+    let window = Window::new(&days, time("start")?, time("end")?);
+    let spread = spread_minutes(fields.get("spreadMinutes"), &window, path)?;
+    Ok(window.spread_over(spread))
+}
+
+/// `spreadMinutes`: 1 up to the window's length; absent or null is 1 (no spread).
+fn spread_minutes(value: Option<&Value>, window: &Window, path: &str) -> Result<u16, String> {
+    let length = window.length();
+    let range = format!("a whole number of minutes from 1 to {length}, the window's length");
+    match value {
+        None | Some(Value::Null) => Ok(1),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(0) => Err(format!(
+                "{path}.spreadMinutes: 0 spreads over no minute; give {range}, or leave it out to release everything at the window's start"
+            )),
+            Some(m) if m <= u64::from(length) => Ok(m as u16),
+            Some(m) => Err(format!(
+                "{path}.spreadMinutes: {m} is longer than the window ({window}, {length} minutes); give {range}, or lengthen the window"
+            )),
+            None => Err(format!(
+                "{path}.spreadMinutes: {n} is not a count of minutes; give {range}"
+            )),
+        },
+        Some(other) => Err(format!(
+            "{path}.spreadMinutes: {} is not a count of minutes; give {range}, without quotes",
+            show(other)
+        )),
+    }
 }
 
 fn prefixes(
@@ -239,6 +266,35 @@ mod tests {
     }
 
     #[test]
+    fn a_spread_is_read_up_to_the_windows_length() {
+        let window = |extra: Value| {
+            let mut w = json!({"days": ["Wed"], "start": "22:00", "end": "01:00"});
+            w.as_object_mut()
+                .expect("an object")
+                .extend(extra.as_object().cloned().unwrap_or_default());
+            Settings::from_value(&json!({ "maintenanceWindows": [w] }))
+                .map(|s| s.maintenance_windows)
+        };
+        let plain = Window::new(&[2], 1320, 60);
+        assert_eq!(window(json!({})), Ok(vec![plain.clone()]));
+        assert_eq!(
+            window(json!({"spreadMinutes": null})),
+            Ok(vec![plain.clone()])
+        );
+        assert_eq!(window(json!({"spreadMinutes": 1})), Ok(vec![plain.clone()]));
+        for minutes in [30, 180] {
+            assert_eq!(
+                window(json!({ "spreadMinutes": minutes })),
+                Ok(vec![plain.clone().spread_over(minutes)])
+            );
+        }
+        assert!(window(json!({"spreadMinutes": 181})).is_err());
+        // A whole day spreads over up to a whole day.
+        let day = json!({"maintenanceWindows": [{"days": ["Sun"], "start": "06:00", "end": "06:00", "spreadMinutes": 1440}]});
+        assert!(Settings::from_value(&day).is_ok());
+    }
+
+    #[test]
     fn each_invalid_setting_is_refused_with_field_and_value() {
         let w = |window: Value| json!({"maintenanceWindows": [window]});
         let cases = [
@@ -248,7 +304,7 @@ mod tests {
             (json!({"mode": 1}), "settings.mode: 1 is not a mode; use \"defer\" or \"reject\""),
             (json!({"maintenanceWindows": "Sat"}), "settings.maintenanceWindows: \"Sat\" is not a list; give a list of {days, start, end}"),
             (json!({"maintenanceWindows": [3]}), "settings.maintenanceWindows[0]: 3 is not a window; give {days: [Mon, …], start: \"HH:MM\", end: \"HH:MM\"}"),
-            (w(json!({"days": ["Sat"], "start": "02:00", "end": "04:00", "tz": "CET"})), "settings.maintenanceWindows[0].tz: unknown field; a window has days, start, end"),
+            (w(json!({"days": ["Sat"], "start": "02:00", "end": "04:00", "tz": "CET"})), "settings.maintenanceWindows[0].tz: unknown field; a window has days, start, end, spreadMinutes"),
             (w(json!({"start": "02:00", "end": "04:00"})), "settings.maintenanceWindows[0].days: missing; list the days of the window, e.g. [Sat, Sun]"),
             (w(json!({"days": [], "start": "02:00", "end": "04:00"})), "settings.maintenanceWindows[0].days: [] names no day; list at least one of Mon, Tue, Wed, Thu, Fri, Sat, Sun"),
             (w(json!({"days": "Sat", "start": "02:00", "end": "04:00"})), "settings.maintenanceWindows[0].days: \"Sat\" is not a list of days; write e.g. [Sat, Sun]"),
@@ -257,6 +313,12 @@ mod tests {
             (w(json!({"days": ["Sat"], "start": "25:00", "end": "04:00"})), "settings.maintenanceWindows[0].start: \"25:00\" is not a time of day; write \"HH:MM\" between \"00:00\" and \"23:59\" (UTC)"),
             (w(json!({"days": ["Sat"], "start": "02:00", "end": "4:00"})), "settings.maintenanceWindows[0].end: \"4:00\" is not a time of day; write \"HH:MM\" between \"00:00\" and \"23:59\" (UTC)"),
             (w(json!({"days": ["Sat"], "start": "02:00", "end": 4})), "settings.maintenanceWindows[0].end: 4 is not a time of day; write \"HH:MM\" between \"00:00\" and \"23:59\" (UTC)"),
+            (w(json!({"days": ["Sat"], "start": "02:00", "end": "04:00", "spreadMinutes": 0})), "settings.maintenanceWindows[0].spreadMinutes: 0 spreads over no minute; give a whole number of minutes from 1 to 120, the window's length, or leave it out to release everything at the window's start"),
+            (w(json!({"days": ["Sat"], "start": "02:00", "end": "04:00", "spreadMinutes": 121})), "settings.maintenanceWindows[0].spreadMinutes: 121 is longer than the window (Sat 02:00-04:00 UTC, 120 minutes); give a whole number of minutes from 1 to 120, the window's length, or lengthen the window"),
+            (w(json!({"days": ["Sat"], "start": "22:00", "end": "00:00", "spreadMinutes": 1000})), "settings.maintenanceWindows[0].spreadMinutes: 1000 is longer than the window (Sat 22:00-00:00 UTC, 120 minutes); give a whole number of minutes from 1 to 120, the window's length, or lengthen the window"),
+            (w(json!({"days": ["Sat"], "start": "02:00", "end": "04:00", "spreadMinutes": "30"})), "settings.maintenanceWindows[0].spreadMinutes: \"30\" is not a count of minutes; give a whole number of minutes from 1 to 120, the window's length, without quotes"),
+            (w(json!({"days": ["Sat"], "start": "02:00", "end": "04:00", "spreadMinutes": 7.5})), "settings.maintenanceWindows[0].spreadMinutes: 7.5 is not a count of minutes; give a whole number of minutes from 1 to 120, the window's length"),
+            (w(json!({"days": ["Sat"], "start": "02:00", "end": "04:00", "spreadMinutes": -5})), "settings.maintenanceWindows[0].spreadMinutes: -5 is not a count of minutes; give a whole number of minutes from 1 to 120, the window's length"),
             (json!({"extraVolumePrefixes": "acme-"}), "settings.extraVolumePrefixes: \"acme-\" is not a list; give a list of strings, each a volume-name prefix such as \"binding-\""),
             (json!({"extraVolumePrefixes": [""]}), "settings.extraVolumePrefixes[0]: \"\" is empty and would match everything; give a volume-name prefix such as \"binding-\""),
             (json!({"extraVolumePrefixes": ["Acme_"]}), "settings.extraVolumePrefixes[0]: \"Acme_\" is not a valid prefix; use lowercase letters, digits and '-' (volume names are DNS labels)"),

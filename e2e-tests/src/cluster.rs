@@ -207,6 +207,8 @@ pub struct Cluster {
     /// Writes that stored an object identical to the one stored before.
     pub unchanged_writes: usize,
     version: u32,
+    /// The uid a created workload gets (`with_uid`); otherwise the one its owner's object has.
+    uid: Option<String>,
     /// Pods the controller may replace per reconcile; `None` settles completely.
     pub step: Option<usize>,
 }
@@ -255,6 +257,7 @@ impl Cluster {
             reports: Vec::new(),
             unchanged_writes: 0,
             version: 0,
+            uid: None,
             step: None,
         };
         for policy in policies {
@@ -271,6 +274,18 @@ impl Cluster {
         if let Some(object) = self.object.as_mut() {
             object["metadata"]["name"] = json!(name);
         }
+        self
+    }
+
+    /// The same app with another `metadata.uid`, as if the API server had given it that one
+    /// when it created the workload, and gives it again when the workload is created anew
+    /// (`cf restart`), where a real one would draw a new one: for runs that need workloads
+    /// told apart by uid.
+    pub fn with_uid(mut self, uid: &str) -> Self {
+        if let Some(object) = self.object.as_mut() {
+            object["metadata"]["uid"] = json!(uid);
+        }
+        self.uid = Some(uid.into());
         self
     }
 
@@ -441,6 +456,9 @@ impl Cluster {
         };
         object["metadata"]["generation"] = json!(1);
         object["metadata"]["resourceVersion"] = json!("1");
+        if let Some(uid) = &self.uid {
+            object["metadata"]["uid"] = json!(uid);
+        }
         if let Some(meta) = object["metadata"].as_object_mut() {
             meta.remove("deletionTimestamp");
         }

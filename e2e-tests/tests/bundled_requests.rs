@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use restage_gate_demo::steps::{weekday, Settings, STEPS};
+use restage_gate_demo::steps::{weekday, Settings, SPREAD, STEPS};
 use restage_gate_e2e::bundled;
 use restage_gate_e2e::host::policy_under_test;
 use restage_gate_evaluation::admission::{read_request_file, Outcome};
@@ -103,9 +103,12 @@ fn every_bundled_request_is_shown_and_explained() {
 #[test]
 fn the_demos_window_settings_release_only_while_the_window_is_open() {
     let now = SystemTime::now();
+    let spread = |opened_minutes_ago| Settings::WindowSpread { opened_minutes_ago };
     for (settings, decision) in [
         (Settings::WindowOpen, "released"),
         (Settings::WindowClosed, "held"),
+        (spread(5), "held"),
+        (spread(35), "released"),
     ] {
         let steps: Vec<_> = STEPS.iter().filter(|s| s.settings == settings).collect();
         assert!(!steps.is_empty(), "no step with {settings:?}");
@@ -129,6 +132,35 @@ fn the_demos_window_settings_release_only_while_the_window_is_open() {
             );
         }
     }
+}
+
+/// The demo's spreading window is shown before and after the slot its explanation names, with a
+/// minute to spare for the clock.
+#[test]
+fn the_demos_spread_steps_name_the_slot_of_the_workload_and_fall_on_either_side_of_it() {
+    let mut shown = 0;
+    for step in STEPS {
+        let Settings::WindowSpread { opened_minutes_ago } = step.settings else {
+            continue;
+        };
+        let request = read_request_file(&bundled::requests_dir().join(step.request))
+            .expect("a bundled request");
+        let uid = request["object"]["metadata"]["uid"].as_str();
+        assert!(uid.is_some(), "{}: the object has a uid", step.title);
+        let slot = u64::from(restage_gate::window::slot(uid, SPREAD));
+        assert!(
+            step.explanation.contains(&format!("minute {slot}")),
+            "{}: the explanation names minute {slot}",
+            step.title
+        );
+        assert!(
+            opened_minutes_ago + 1 < slot || opened_minutes_ago >= slot,
+            "{}: {opened_minutes_ago} minutes is too close to the slot {slot}",
+            step.title
+        );
+        shown += 1;
+    }
+    assert_eq!(shown, 2, "a step before the slot and one after");
 }
 
 #[test]

@@ -9,6 +9,8 @@
 use std::collections::BTreeSet;
 
 use restage_gate_e2e::docs::{all_commands, commands_of, names, selects, shell_blocks, Shell};
+use restage_gate_e2e::host::policy_under_test;
+use restage_gate_evaluation::guest::Guest;
 use restage_gate_release::repository;
 use restage_gate_testkit::fixtures;
 use restage_gate_testkit::korifi::desired;
@@ -287,6 +289,20 @@ fn yaml_block_with(markdown: &str, key: &str) -> Value {
         .map(|l| format!("{}\n", l.get(indent..).unwrap_or_default()))
         .collect();
     serde_yaml::from_str(&text).expect("YAML")
+}
+
+/// docs/install.md's window that spreads its releases is settings the module accepts; the
+/// scenarios run that spread (`a_window_with_a_spread_releases_the_held_workloads_over_the_jobs_ticks`).
+#[test]
+fn the_documented_spread_is_accepted_by_the_module() {
+    let guide = repository::read(&repository::root(), "docs/install.md").expect("install.md");
+    let settings = yaml_block_with(&guide, "spreadMinutes:")["settings"].clone();
+    assert_eq!(
+        settings["maintenanceWindows"][0]["spreadMinutes"],
+        json!(30),
+        "the spread the scenarios run"
+    );
+    assert_eq!(policy_under_test().validate_settings(&settings), Ok(None));
 }
 
 #[test]

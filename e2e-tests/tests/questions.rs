@@ -38,10 +38,10 @@ fn a_missing_question_a_stray_question_and_refused_defaults_are_each_reported() 
     found.sort();
     let expected = [
         "an entry of maintenanceWindows: field days has no question in questions-ui.yml",
-        "an entry of maintenanceWindows: question day is not a field the policy reads (days, end, start)",
+        "an entry of maintenanceWindows: question day is not a field the policy reads (days, end, spreadMinutes, start)",
         "settings: field extraVolumePrefixes has no question in questions-ui.yml",
         "the form's defaults {\"extraAnnotationPrefixes\":[],\"maintenanceWindows\":[],\"mode\":\"Defer\"} is refused: settings.mode: \"Defer\" is not a mode; use \"defer\" or \"reject\"",
-        "a new entry of maintenanceWindows {\"maintenanceWindows\":[{\"day\":[\"Sat\",\"Sun\"],\"end\":\"04:00\",\"start\":\"02:00\"}]} is refused: settings.maintenanceWindows[0].day: unknown field; a window has days, start, end",
+        "a new entry of maintenanceWindows {\"maintenanceWindows\":[{\"day\":[\"Sat\",\"Sun\"],\"end\":\"04:00\",\"spreadMinutes\":1,\"start\":\"02:00\"}]} is refused: settings.maintenanceWindows[0].day: unknown field; a window has days, start, end, spreadMinutes",
         "option \"Defer\" of mode {\"mode\":\"Defer\"} is refused: settings.mode: \"Defer\" is not a mode; use \"defer\" or \"reject\"",
     ];
     let mut expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();

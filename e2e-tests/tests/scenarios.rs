@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::time::SystemTime;
 
 use restage_gate::markers::{HELD_SINCE_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION};
-use restage_gate_demo::steps::{window_closed, window_open};
+use restage_gate_demo::steps::{window_closed, window_open, window_opened};
 use restage_gate_e2e::cluster::{every_kind, Cluster, Controller, Kind, Mode, Order, Policy};
 use restage_gate_e2e::host::policy_under_test;
 use restage_gate_release::repository;
@@ -1126,6 +1126,87 @@ fn inside_a_window_the_guard_refuses_a_bind_unless_it_has_the_same_windows() {
             assert!(c.bind(&orders_db()), "{}: accepted", kind.name());
             assert_eq!((c.rollouts.len(), c.restarts), (1, INSTANCES as usize));
         }
+    }
+}
+
+/// A maintenance window spreading its releases over its first 30 minutes (docs/install.md's
+/// example), the window job ticking every five minutes: each held workload is released at the
+/// first tick from its own minute, a few per tick instead of all at the first, and rolls once;
+/// before that each tick changes no field. The module reads the real clock, so each tick
+/// applies the window again opened five minutes earlier, as if the clock had moved on.
+#[test]
+fn a_window_with_a_spread_releases_the_held_workloads_over_the_jobs_ticks() {
+    const SPREAD: u16 = 30;
+    const TICK: u16 = 5;
+    // The tick that reaches a slot: the first at or after it.
+    let tick_of = |slot: u16| slot.div_ceil(TICK);
+    // One workload per tick. A slot on the minute after a tick is left out: a minute of the
+    // real clock passing during the run could move it to that tick.
+    let mut uids: Vec<(String, u16)> = Vec::new();
+    for i in 0_u32.. {
+        let uid = format!("5e7a{i:04x}-0c1d-4e2f-8a3b-4c5d6e7f8091");
+        let slot = restage_gate::window::slot(Some(&uid), SPREAD);
+        if slot % TICK != 1 && !uids.iter().any(|(_, s)| tick_of(*s) == tick_of(slot)) {
+            uids.push((uid, slot));
+        }
+        if uids.len() == usize::from(tick_of(SPREAD - 1)) + 1 {
+            break;
+        }
+    }
+    for kind in every_kind() {
+        let mut apps: Vec<Cluster> = uids
+            .iter()
+            .map(|(uid, _)| held_with_binds(app(kind, Order::PolicyFirst).with_uid(uid)))
+            .collect();
+        let mut released_at: Vec<Option<u16>> = vec![None; apps.len()];
+        for tick in 0..=tick_of(SPREAD - 1) + 1 {
+            let settings = window_opened(SystemTime::now(), u64::from(tick * TICK), SPREAD);
+            for (c, released) in apps.iter_mut().zip(&mut released_at) {
+                c.apply_policy(with_settings(defer(), settings.clone()));
+                let (held, unchanged) = (c.object.clone(), c.unchanged_writes);
+                if !c.window_job() {
+                    continue;
+                }
+                if c.is_held() {
+                    assert_eq!(
+                        (&c.object, c.unchanged_writes),
+                        (&held, unchanged + 1),
+                        "{}: tick {tick} changes no field of a workload before its slot",
+                        kind.name()
+                    );
+                    let said = c.warnings.last().cloned().unwrap_or_default();
+                    assert!(
+                        said.contains("stays held until its maintenance-window slot at "),
+                        "{said}"
+                    );
+                } else {
+                    assert_released(c);
+                    *released = Some(tick);
+                }
+            }
+        }
+        for ((c, (uid, slot)), released) in apps.iter().zip(&uids).zip(&released_at) {
+            assert_eq!(
+                c.object.as_ref().map(|o| &o["metadata"]["uid"]),
+                Some(&json!(uid))
+            );
+            assert_eq!(
+                *released,
+                Some(tick_of(*slot)),
+                "{} {uid}: slot {slot} is reached at tick {}",
+                kind.name(),
+                tick_of(*slot)
+            );
+            assert_eq!(c.rollouts.len(), 1, "{}: rolled once", kind.name());
+        }
+        let ticks: std::collections::BTreeSet<_> = released_at.iter().flatten().collect();
+        assert_eq!(
+            ticks.len(),
+            apps.len(),
+            "{}: one release per tick, over {} ticks",
+            kind.name(),
+            apps.len()
+        );
     }
 }
 

@@ -13,10 +13,12 @@ use super::{
 use restage_gate_testkit::fixtures;
 use restage_gate_testkit::projector::project;
 
+use crate::clock::UtcTime;
 use crate::markers::{
     self, HELD_LABEL, HELD_SINCE_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION,
     RELEASE_IN_WINDOW,
 };
+use crate::window;
 use crate::workload::{StatefulSet, Workload, ORIGINAL_STRATEGY_ANNOTATION};
 
 fn remembering(strategy: &str) -> Value {
@@ -333,4 +335,139 @@ fn a_window_release_in_reject_mode_changes_nothing() {
         let request = update(old.clone(), window_requested(old.clone())).settings(settings);
         check("reject mode", &request, Expect::Plain);
     }
+}
+
+/// Settings with one window, Wednesday 16:00 to 18:00 (around `NOW`), spreading its releases
+/// over its first hour, in `mode`.
+fn spread_window(mode: &str) -> Value {
+    json!({"mode": mode, "maintenanceWindows": [{"days": ["Wed"], "start": "16:00",
+        "end": "18:00", "spreadMinutes": 60}]})
+}
+
+/// When the spread window of `spread_window` opens for `object`: its start plus the slot of
+/// its uid (Wednesday 2026-12-02 is day 1_796_169_600 / 86_400).
+fn slot_of(object: &Value) -> UtcTime {
+    let uid = object["metadata"]["uid"].as_str();
+    let slot = i64::from(window::slot(uid, 60));
+    assert!(slot > 0, "the test needs a slot after the window's start");
+    UtcTime(1_796_169_600 + 16 * 3600 + slot * 60)
+}
+
+fn at(request: Request, now: UtcTime) -> Request {
+    Request { now, ..request }
+}
+
+#[test]
+fn a_spread_window_drops_a_window_release_until_the_workloads_slot_then_releases_it() {
+    for (kind, old) in held_workloads() {
+        let slot = slot_of(&old);
+        let request =
+            || update(old.clone(), window_requested(old.clone())).settings(spread_window("defer"));
+        let before = at(request(), UtcTime(slot.0 - 1));
+        let r = check(
+            kind,
+            &before,
+            Expect::Mutated("held", vec![annotation_path(RELEASE_ANNOTATION)]),
+        );
+        assert_eq!(
+            r.mutated_object.as_ref(),
+            Some(&old),
+            "{kind}: the stored object, unchanged, so the API server writes nothing"
+        );
+        let opens = slot.rfc3339();
+        assert_eq!(audit(&before, "slot"), Some(opens.clone()), "{kind}");
+        let reason = audit(&before, "reason").unwrap_or_default();
+        assert!(
+            reason.starts_with(crate::response::BEFORE_SLOT) && reason.contains(&opens),
+            "{kind}: {reason}"
+        );
+        let warning = r.warnings.unwrap_or_default().join(" ");
+        assert!(
+            warning.contains(&format!(
+                "stays held until its maintenance-window slot at {opens}"
+            )),
+            "{kind}: {warning}"
+        );
+
+        for now in [slot, UtcTime(slot.0 + 59)] {
+            let on_time = at(request(), now);
+            let mut paths = hold_paths(kind);
+            paths.push(annotation_path(RELEASE_ANNOTATION));
+            paths.sort();
+            check(kind, &on_time, Expect::Mutated("released", paths));
+            let reason = audit(&on_time, "reason").unwrap_or_default();
+            assert_eq!(
+                reason, "release requested in maintenance window Wed 16:00-18:00 UTC",
+                "{kind}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_spread_window_releases_a_workload_without_a_uid_at_its_start() {
+    let old = with(held(bound(), "+x"), |s| {
+        s["metadata"].as_object_mut().map(|m| m.remove("uid"));
+    });
+    let request = update(old.clone(), window_requested(old)).settings(spread_window("defer"));
+    let start = at(request, UtcTime(1_796_169_600 + 16 * 3600));
+    assert_eq!(audit(&start, "decision").as_deref(), Some("released"));
+}
+
+#[test]
+fn a_bind_inside_a_spread_window_before_its_slot_is_held_and_rolls_at_once_from_its_slot() {
+    let slot = slot_of(&unbound());
+    let bind = || update(unbound(), bound()).settings(spread_window("defer"));
+    let before = at(bind(), UtcTime(slot.0 - 1));
+    let r = check(
+        "before its slot",
+        &before,
+        Expect::Mutated("held", hold_paths(kind_of(&unbound()))),
+    );
+    let warning = r.warnings.unwrap_or_default().join(" ");
+    assert!(
+        warning.starts_with(&format!(
+            "restage-gate: StatefulSet rollout held until its maintenance-window slot at {}; pending: +",
+            slot.rfc3339()
+        )),
+        "{warning}"
+    );
+    assert_eq!(audit(&before, "reason"), None, "nothing was dropped");
+    check("from its slot", &at(bind(), slot), Expect::Plain);
+}
+
+#[test]
+fn reject_mode_refuses_a_bind_inside_a_spread_window_before_its_slot_and_says_when_it_opens() {
+    let slot = slot_of(&unbound());
+    let bind = || update(unbound(), bound()).settings(spread_window("reject"));
+    let r = check(
+        "before its slot",
+        &at(bind(), UtcTime(slot.0 - 1)),
+        Expect::Rejected,
+    );
+    let message = r.message.unwrap_or_default();
+    assert!(
+        message.ends_with(&format!(
+            ", or wait for a maintenance window (Wed 16:00-18:00 UTC; this workload's slot in the \
+             open one starts at {}).",
+            slot.rfc3339()
+        )),
+        "{message}"
+    );
+    check("from its slot", &at(bind(), slot), Expect::Plain);
+}
+
+#[test]
+fn of_two_open_windows_the_one_whose_slot_has_come_releases() {
+    let old = held(bound(), "+x");
+    let slot = slot_of(&old);
+    let both = json!({"maintenanceWindows": [
+        {"days": ["Wed"], "start": "16:00", "end": "18:00", "spreadMinutes": 60},
+        {"days": ["Wed"], "start": "00:00", "end": "18:00"}]});
+    let request = update(old.clone(), window_requested(old)).settings(both);
+    let before = at(request, UtcTime(slot.0 - 1));
+    assert_eq!(
+        audit(&before, "reason").as_deref(),
+        Some("release requested in maintenance window Wed 00:00-18:00 UTC")
+    );
 }

@@ -1,15 +1,19 @@
 // The window job of window-release.yaml on the real API server: its command, as its CronJob
 // runs it, sent with a token of its own ServiceAccount under the shipped RBAC and
 // ValidatingAdmissionPolicy; outside a maintenance window it stores nothing, inside one it
-// releases every held workload once; and the writes its token must not make are refused.
+// releases every held workload once, and inside one that spreads its releases each at the
+// first tick from its own slot; and the writes its token must not make are refused.
 package scenarios
 
 import (
 	"context"
+	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -101,6 +105,25 @@ func jobCommand(t *testing.T) []string {
 	return nil
 }
 
+// slot is a workload's minute in a window spreading its releases over `spread` minutes, as
+// docs/design.md §8 defines it: FNV-1a (64 bits) of its uid, modulo the spread.
+func slot(uid string, spread uint64) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(uid))
+	return h.Sum64() % spread
+}
+
+// openedAgo is a maintenance window that opened `minutes` whole minutes before this minute
+// and lasts a whole day, spreading its releases over its first `spread` minutes; and its start.
+// The policy reads the real clock, so a window opened earlier stands for a clock that has
+// moved on.
+func openedAgo(minutes int, spread uint64) ([]any, time.Time) {
+	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Duration(minutes) * time.Minute)
+	at := start.Format("15:04")
+	window := map[string]any{"days": []any{start.Format("Mon")}, "start": at, "end": at, "spreadMinutes": spread}
+	return []any{window}, start
+}
+
 // heldApps makes one held app of each kind.
 func heldApps(t *testing.T) []*app {
 	t.Helper()
@@ -174,6 +197,92 @@ func TestWindowJob(t *testing.T) {
 		for _, a := range apps {
 			if got := a.storedState(); got != stored[a] {
 				t.Errorf("%s: the second tick stored a change:\nbefore %s\nafter  %s", a.kind.Kind, stored[a], got)
+			}
+		}
+	})
+
+	t.Run("inside a window that spreads its releases the job releases two held workloads at different ticks, each from its own slot", func(t *testing.T) {
+		const spread = 24 * 60
+		install(t, "policy.yaml")
+		job := installJob(t)
+		// Two held workloads whose slots leave a tick before the first, and a minute to spare
+		// between them: the clock may pass a minute between a tick's window and its write.
+		var first, second *app
+		var firstSlot, secondSlot uint64
+		var made []string
+		for i := 0; second == nil; i++ {
+			if i == 6 {
+				t.Fatalf("no two of the workloads' slots are far enough apart: %v", made)
+			}
+			a := boundApp(t, kinds[i%len(kinds)], "orders-db")
+			if !a.held() {
+				t.Fatalf("%s not held after the bind: %s", a.kind.Kind, describe(a))
+			}
+			s := slot(string(a.object().GetUID()), spread)
+			made = append(made, fmt.Sprintf("%s slot %d", a.kind.Kind, s))
+			switch {
+			case s < 2:
+			case first == nil:
+				first, firstSlot = a, s
+			case s >= firstSlot+3:
+				second, secondSlot = a, s
+			case firstSlot >= s+3:
+				first, firstSlot, second, secondSlot = a, s, first, firstSlot
+			}
+		}
+		tick := func(minutesAgo int) (string, time.Time) {
+			windows, start := openedAgo(minutesAgo, spread)
+			install(t, policyWithSettings(t, "policy.yaml", func(policy map[string]any) {
+				policy["spec"].(map[string]any)["settings"] = map[string]any{"mode": "defer", "maintenanceWindows": windows}
+			}))
+			out, err := kubectlAs(job, jobCommand(t)...)
+			if err != nil {
+				t.Fatalf("the job's tick failed: %v\n%s", err, out)
+			}
+			return out, start
+		}
+		slotAt := func(start time.Time, s uint64) string {
+			return start.Add(time.Duration(s) * time.Minute).Format(time.RFC3339)
+		}
+
+		// Before either slot: both stay held, nothing is stored, and each warning says when.
+		stored := map[*app]string{first: first.storedState(), second: second.storedState()}
+		out, start := tick(int(firstSlot) - 2)
+		for a, s := range map[*app]uint64{first: firstSlot, second: secondSlot} {
+			a.settled("the tick")
+			if !a.held() || a.storedState() != stored[a] {
+				t.Errorf("%s (slot %d) changed before its slot: %s", a.kind.Kind, s, describe(a))
+			}
+			if want := "stays held until its maintenance-window slot at " + slotAt(start, s); !strings.Contains(out, want) {
+				t.Errorf("the job's tick did not warn %q:\n%s", want, out)
+			}
+		}
+
+		// The first slot has come, not the second.
+		tick(int(firstSlot))
+		first.waitRolledOut("the release at its slot")
+		second.settled("the tick")
+		if first.held() {
+			t.Errorf("%s (slot %d) still held at its slot: %s", first.kind.Kind, firstSlot, describe(first))
+		}
+		if !second.held() || second.storedState() != stored[second] {
+			t.Errorf("%s (slot %d) released at the tick of slot %d: %s", second.kind.Kind, secondSlot, firstSlot, describe(second))
+		}
+
+		// The second slot has come.
+		tick(int(secondSlot))
+		second.waitRolledOut("the release at its slot")
+		if second.held() {
+			t.Errorf("%s (slot %d) still held at its slot: %s", second.kind.Kind, secondSlot, describe(second))
+		}
+		for _, a := range []*app{first, second} {
+			if ever := a.podsEver(); ever != 2*a.kind.Pods {
+				t.Errorf("%s: %d pods were ever created, want %d: one rollout", a.kind.Kind, ever, 2*a.kind.Pods)
+			}
+			for _, sees := range a.podsSee() {
+				if sees != "orders-db" {
+					t.Errorf("%s: after the release the pods see %v", a.kind.Kind, a.podsSee())
+				}
 			}
 		}
 	})

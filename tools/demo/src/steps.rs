@@ -2,7 +2,7 @@
 //! happen to one app on Korifi, then the other kinds a servicebinding.io runtime binds to, then
 //! the window job, then reject mode, each with a plain-language account of the request.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
@@ -25,7 +25,13 @@ pub enum Settings {
     WindowOpen,
     /// One maintenance window, not open at the time the demo runs.
     WindowClosed,
+    /// One maintenance window spreading its releases over its first `SPREAD` minutes, opened
+    /// this many minutes before the demo runs.
+    WindowSpread { opened_minutes_ago: u64 },
 }
+
+/// The spread of the demo's spreading window, in minutes.
+pub const SPREAD: u16 = 60;
 
 impl Settings {
     /// The settings for a run at `now`: the policy reads the real clock, so a window open or
@@ -35,6 +41,9 @@ impl Settings {
             Settings::Json(text) => serde_json::from_str(text).map_err(|e| format!("{text}: {e}")),
             Settings::WindowOpen => Ok(window_open()),
             Settings::WindowClosed => Ok(window_closed(now)),
+            Settings::WindowSpread { opened_minutes_ago } => {
+                Ok(window_opened(now, opened_minutes_ago, SPREAD))
+            }
         }
     }
 }
@@ -54,6 +63,20 @@ pub fn window_closed(now: SystemTime) -> Value {
     json!({"maintenanceWindows": [{"days": [day], "start": "00:00", "end": "00:01"}]})
 }
 
+/// Settings with a window that opened `minutes_ago` whole minutes before the minute of `now`
+/// (UTC) and lasts a whole day, spreading its releases over its first `spread` minutes.
+pub fn window_opened(now: SystemTime, minutes_ago: u64, spread: u16) -> Value {
+    let minute = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 60)
+        .saturating_sub(minutes_ago);
+    let day = DAYS[weekday(UNIX_EPOCH + Duration::from_secs(minute * 60))];
+    let of_day = minute % (24 * 60);
+    let start = format!("{:02}:{:02}", of_day / 60, of_day % 60);
+    json!({"maintenanceWindows": [{"days": [day], "start": start, "end": start,
+        "spreadMinutes": spread}]})
+}
+
 /// The UTC day of the week of `now`, Monday = 0 (1970-01-01 was a Thursday); a clock before
 /// 1970 reads as the epoch, as the policy's does.
 pub fn weekday(now: SystemTime) -> usize {
@@ -64,7 +87,7 @@ pub fn weekday(now: SystemTime) -> usize {
     ((days + 3) % 7) as usize
 }
 
-pub const STEPS: [Step; 12] = [
+pub const STEPS: [Step; 14] = [
     Step {
         request: "01-bind.json",
         settings: Settings::Json("{}"),
@@ -166,6 +189,28 @@ pub const STEPS: [Step; 12] = [
             that are not held are not selected by the job, so nothing else restarts.",
     },
     Step {
+        request: "10-window-release.json",
+        settings: Settings::WindowSpread {
+            opened_minutes_ago: 5,
+        },
+        title: "A window that spreads its releases, before the workload's slot",
+        explanation: "A window may spread its releases (spreadMinutes: 60), so that the job's \
+            ticks release held workloads a few at a time instead of all at the first. Each \
+            workload gets its own minute among the first 60, from a hash of its uid: this \
+            DaemonSet's is minute 33. The window opened 5 minutes ago, so the same write keeps \
+            the hold, takes the annotation off again, and the warning says when the slot opens.",
+    },
+    Step {
+        request: "10-window-release.json",
+        settings: Settings::WindowSpread {
+            opened_minutes_ago: 35,
+        },
+        title: "The same window, once the workload's slot has come",
+        explanation: "35 minutes into the window the DaemonSet's minute 33 has passed: the same \
+            write releases it, as in a window without a spread. A workload with another uid is \
+            released by the job's first tick from its own minute.",
+    },
+    Step {
         request: "01-bind.json",
         settings: Settings::Json(r#"{"mode":"reject"}"#),
         title: "Reject mode: the first bind again",
@@ -191,6 +236,13 @@ mod tests {
             );
         }
         assert_eq!(window_open()["maintenanceWindows"][0]["days"], json!(DAYS));
+        // Monday 00:20 and 40 minutes: Sunday 23:40
+        let opened = window_opened(monday + Duration::from_secs(20 * 60 + 59), 40, 30);
+        assert_eq!(
+            opened,
+            json!({"maintenanceWindows": [{"days": ["Sun"], "start": "23:40",
+                "end": "23:40", "spreadMinutes": 30}]})
+        );
         assert_eq!(
             Settings::Json(r#"{"mode":"reject"}"#).at(monday),
             Ok(json!({"mode": "reject"}))

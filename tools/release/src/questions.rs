@@ -117,7 +117,7 @@ mod tests {
             .expect("a windows question");
         assert_eq!(
             new_entry(windows),
-            json!({"days": ["Sat", "Sun"], "start": "02:00", "end": "04:00"})
+            json!({"days": ["Sat", "Sun"], "start": "02:00", "end": "04:00", "spreadMinutes": 1})
         );
     }
 
