@@ -40,16 +40,24 @@ const RUN: &[(&str, &str, &str)] = &[
     ("docs/install.md", "kubectl wait --for=jsonpath='{.status.policyStatus}'=active clusteradmissionpolicy/restage-gate clusteradmissionpolicy/restage-gate-guard --timeout=5m", "an_upgrade_keeps_every_hold"),
     ("README.md", "make check-settings POLICY=policy.yaml", "check_settings_passes_the_shipped_manifests_and_names_a_bad_setting"),
     ("docs/install.md", "make check-settings POLICY=policy.yaml", "check_settings_passes_the_shipped_manifests_and_names_a_bad_setting"),
+    ("README.md", "make check-settings VALUES=values.yaml", "check_settings_of_chart_values_checks_what_the_chart_renders"),
     ("docs/uninstall.md", "kubectl delete clusteradmissionpolicy restage-gate-guard", "removing_the_guard_first_never_refuses_a_bind"),
 ];
 
-/// Documented commands run by a test of another suite: (doc, command, "suite.rs: test").
+/// Documented commands run by a test of another suite: (doc, command, "suite.rs: test"), or of
+/// the real control plane's scenarios (doc, command, "file_test.go: TestName").
 const RUN_ELSEWHERE: &[(&str, &str, &str)] = &[
     ("docs/install.md", "make push REGISTRY=registry.example.internal/policies", "kwctl_stand_in.rs: make_push_and_pull_with_kwctl_reach_a_plain_http_loopback_registry"),
     ("docs/install.md", "make pull REGISTRY=registry.example.internal/policies", "kwctl_stand_in.rs: make_push_and_pull_with_kwctl_reach_a_plain_http_loopback_registry"),
     ("docs/install.md", "make push REGISTRY=registry.lab.internal:5000/policies KWCTL_SOURCES=sources.yaml", "kwctl_stand_in.rs: make_gives_kwctl_plain_http_for_the_registries_the_release_tool_reaches_over_plain_http"),
     ("docs/install.md", "kubectl apply -f window-release.yaml", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
-    ("docs/uninstall.md", "kubectl delete -f window-release.yaml …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
+    ("docs/uninstall.md", "kubectl delete -f window-release-binding.yaml …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
+    ("README.md", "helm install restage-gate charts/restage-gate -n kubewarden", "docs_test.go: TestDocsChart"),
+    ("docs/install.md", "kubectl get clusteradmissionpolicies", "docs_test.go: TestDocsChart"),
+    ("docs/install.md", "helm upgrade restage-gate charts/restage-gate -n kubewarden --reuse-values --set-json …", "docs_test.go: TestDocsChart"),
+    ("docs/install.md", "helm upgrade restage-gate charts/restage-gate -n kubewarden --reuse-values", "docs_test.go: TestDocsChart"),
+    ("docs/install.md", "helm template restage-gate charts/restage-gate -f values.yaml …", "docs_test.go: TestDocsChart"),
+    ("docs/install.md", "kubectl apply -f window-release-binding.yaml", "docs_test.go: TestDocsInstall"),
     ("docs/uninstall.md", "if [ -n \"$(kubectl api-resources --api-group=apps -o name)\" ]; then kubectl annotate …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
     ("docs/uninstall.md", "kubectl delete clusteradmissionpolicy restage-gate", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
     ("docs/uninstall.md", "restore=' …", "uninstall.rs: the_documented_uninstall_releases_every_held_workload_once"),
@@ -59,6 +67,9 @@ const RUN_ELSEWHERE: &[(&str, &str, &str)] = &[
 
 /// Documented commands no test runs, and why: (doc, command, reason).
 const NOT_RUN: &[(&str, &str, &str)] = &[
+    ("docs/install.md", "kubectl logs -n kubewarden deployment/policy-server-default", "reads a real Kubewarden's policy server, which neither this simulation nor the control plane runs"),
+    ("docs/install.md", "kwctl run --request-path e2e-tests/requests/01-bind.json policy.yaml", "needs kwctl; `make check-settings` runs the same check through `kwctl run` where kwctl is installed, and through the module otherwise (check_settings_passes_the_shipped_manifests_and_names_a_bad_setting)"),
+    ("docs/install.md", "kwctl run --request-path e2e-tests/requests/01-bind.json restage-gate.yaml", "needs kwctl; as the line above, on the chart's rendering (check_settings_of_chart_values_checks_what_the_chart_renders)"),
     ("README.md", "make demo", "builds the module and the demo host; `make test` builds both, and interpreter.rs and kwctl_stand_in.rs check what the demo shows"),
     ("README.md", "make test", "runs this suite"),
     ("docs/contributing.md", "make demo", "as in the README"),
@@ -168,9 +179,21 @@ fn every_documented_command_is_run_or_listed_with_why_not() {
     }
     for (_, _, at) in RUN_ELSEWHERE {
         let (suite, test) = at.split_once(": ").expect("suite.rs: test");
-        let path = repository::root().join("e2e-tests/tests").join(suite);
+        // A Rust suite of e2e-tests/tests, or a Go test file of the control plane's scenarios.
+        let (path, declared) = match suite.strip_suffix(".go") {
+            Some(_) => (
+                repository::root()
+                    .join("e2e-tests/control-plane/scenarios")
+                    .join(suite),
+                format!("func {test}(t *testing.T)"),
+            ),
+            None => (
+                repository::root().join("e2e-tests/tests").join(suite),
+                format!("fn {test}()"),
+            ),
+        };
         let source = std::fs::read_to_string(&path).unwrap_or_default();
-        if !source.contains(&format!("fn {test}()")) {
+        if !source.contains(&declared) {
             problems.push(format!("RUN_ELSEWHERE names {at}, which does not exist"));
         }
     }
@@ -602,11 +625,18 @@ fn check_settings_passes_the_shipped_manifests_and_names_a_bad_setting() {
         1,
     );
     std::fs::write(&bad, text).expect("write");
-    let (out, _) = docs.shell.run(
-        &command.replace("policy.yaml", &bad.display().to_string()),
+    refused(
+        &docs,
         &site,
-        &[],
+        &command.replace("policy.yaml", &bad.display().to_string()),
+        "maintenanceWindows[0].start",
     );
+    docs.finish();
+}
+
+/// `command` fails, naming `field`.
+fn refused(docs: &Docs, site: &Site, command: &str, field: &str) {
+    let (out, _) = docs.shell.run(command, site, &[]);
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -614,11 +644,48 @@ fn check_settings_passes_the_shipped_manifests_and_names_a_bad_setting() {
     );
     assert!(
         !out.status.success(),
-        "a bad window fails the check:\n{said}"
+        "a bad setting fails the check:\n{said}"
     );
-    assert!(
-        said.contains("maintenanceWindows[0].start"),
-        "the field is named:\n{said}"
+    assert!(said.contains(field), "the field is named:\n{said}");
+}
+
+/// `make check-settings VALUES=FILE` checks the settings of the chart's policies rendered with
+/// the values: `ok` for the policy and its guard with good values, the field named for a bad
+/// one.
+#[test]
+fn check_settings_of_chart_values_checks_what_the_chart_renders() {
+    let mut docs = Docs::new("check_settings_of_chart_values_checks_what_the_chart_renders");
+    let command = docs.command("README.md", "make check-settings VALUES=values.yaml");
+    let mut site = Site::new(vec![]);
+    let good = docs.shell.file("good-values.yaml");
+    std::fs::write(
+        &good,
+        "settings:\n  maintenanceWindows:\n    - days: [Sat]\n      start: \"02:00\"\n      end: \"04:00\"\n",
+    )
+    .expect("write");
+    let (out, _) = docs.run_text(
+        &mut site,
+        &command.replace("values.yaml", &good.display().to_string()),
+    );
+    for policy in ["restage-gate", "restage-gate-guard"] {
+        assert!(
+            out.contains(&format!(
+                "good-values.yaml: ClusterAdmissionPolicy {policy}: ok"
+            )),
+            "{out}"
+        );
+    }
+    let bad = docs.shell.file("bad-values.yaml");
+    std::fs::write(
+        &bad,
+        "settings:\n  maintenanceWindows:\n    - days: [Sat]\n      start: \"25:00\"\n      end: \"04:00\"\n",
+    )
+    .expect("write");
+    refused(
+        &docs,
+        &site,
+        &command.replace("values.yaml", &bad.display().to_string()),
+        "ClusterAdmissionPolicy restage-gate: settings.maintenanceWindows[0].start",
     );
     docs.finish();
 }
@@ -652,17 +719,31 @@ fn the_documented_selectors_choose_korifis_apps_or_labelled_namespaces() {
     let namespace_selector =
         yaml_block_with(&guide, "namespaceSelector:")["namespaceSelector"].clone();
 
-    // policy.yaml carries both forms as comments: the same selectors.
-    let manifest = repository::read(&repository::root(), "policy.yaml").expect("policy.yaml");
-    let commented: String = manifest
-        .lines()
-        .filter_map(|l| l.strip_prefix("  # "))
-        .filter(|l| l.starts_with(' ') || l.ends_with("Selector:"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let commented: Value = serde_yaml::from_str(&commented).expect("the commented selectors");
-    assert_eq!(commented["objectSelector"], object_selector);
-    assert_eq!(commented["namespaceSelector"], namespace_selector);
+    // The chart's values.yaml carries both as commented examples of the values every policy
+    // gets: the same selectors.
+    let values = repository::read(&repository::root(), "charts/restage-gate/values.yaml")
+        .expect("values.yaml");
+    let example = |key: &str| -> Value {
+        let lines: Vec<&str> = values.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("{key}:")))
+            .unwrap_or_else(|| panic!("values.yaml has no {key}"));
+        let mut start = at;
+        while start > 0 && lines[start - 1].starts_with("#   ") {
+            start -= 1;
+        }
+        let text: String = lines[start..at]
+            .iter()
+            .map(|l| format!("{}\n", &l[4..]))
+            .collect();
+        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{key}'s example: {e}"))
+    };
+    assert_eq!(example("objectSelector"), object_selector);
+    assert_eq!(
+        example("namespaceSelectorExpressions"),
+        namespace_selector["matchExpressions"]
+    );
 
     // Every Korifi app workload carries the label; the other platforms' fixtures do not.
     let korifi = desired(0, PODS);
