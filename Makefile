@@ -328,11 +328,12 @@ $(HELM_BUILT): $(CONTROL_PLANE_DIR)/go.mod $(CONTROL_PLANE_DIR)/go.sum
 	  -ldflags "-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$minor" \
 	  helm.sh/helm/v3/cmd/helm
 
-# Sets $$helm_ready to the helm used, saying which; empty when there is none and no Go to build it.
+# Says which helm is used, building it when it is the Go module's; fails, saying what to
+# install, when there is no helm and no Go to build it.
 define helm_ready
 if [ "$(HELM)" != "$(HELM_BUILT)" ]; then echo "== helm on PATH: $(HELM) ($$($(HELM) version --short))"; \
 elif $(go_usable); then $(MAKE) --no-print-directory $(HELM_BUILT); echo "== helm: $(HELM_BUILT), built from its Go module"; \
-else $(call go_missing,$(1)); exit 0; fi;
+else echo "$(1): helm is not installed and Go $(GO_NEEDED) or newer, which builds it, is not either (https://helm.sh/docs/intro/install/ or https://go.dev/doc/install)"; exit 1; fi;
 endef
 
 # Renders the top-level manifests into directory $(1).
@@ -349,15 +350,19 @@ for f in $(MANIFESTS); do \
 done
 endef
 
-.PHONY: manifests check-chart
+.PHONY: manifests check-chart check-chart-run
 manifests:
 	@$(call helm_ready,manifests)
 	@$(call render_manifests,.)
 	@echo "rendered from $(CHART) for Kubernetes $(KUBE_RELEASE): $(MANIFESTS)"
 
 # helm lint (with the default values and with windows), then the top-level manifests against
-# the chart's rendering.
+# the chart's rendering; SKIPPED without helm and without Go to build it.
 check-chart:
+	@if [ "$(HELM)" = "$(HELM_BUILT)" ] && ! $(go_usable); then $(call go_missing,check-chart (helm lint, helm template)); \
+	else $(MAKE) --no-print-directory check-chart-run; fi
+
+check-chart-run:
 	@$(call helm_ready,check-chart)
 	$(HELM) lint --strict $(CHART) --kube-version $(KUBE_RELEASE)
 	$(HELM) lint --strict $(CHART) --kube-version $(KUBE_RELEASE) --values $(CHART)/ci/windows-values.yaml
