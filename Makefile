@@ -161,32 +161,41 @@ demo: policy.wasm
 	fi
 
 # Every list of kinds users read, written from the kinds table (restage_gate::workload::KINDS):
-# the webhook rules of metadata.yml and the install manifests, artifacthub-pkg.yml,
-# window-release.yaml (and window-release-GROUP.yaml for a group of custom resources), the lists
-# and commands in README.md and docs/install.md, and the uninstall commands.
-# `make test` fails while one is stale (tools/release/tests/kinds.rs).
+# the webhook rules of metadata.yml and of the chart's policies, artifacthub-pkg.yml, the chart's
+# window job (and its template for each group of custom resources), the lists and commands in
+# README.md and docs/install.md, and the uninstall commands; then `make manifests` renders the
+# top-level manifests. `make test` fails while one is stale (tools/release/tests/kinds.rs,
+# check-chart).
 .PHONY: kinds
 kinds:
 	BLESS=1 $(CARGO) test --locked --quiet -p restage-gate-release --test kinds -- --exact every_generated_kind_list_is_the_kinds_tables
 
-# The settings of every ClusterAdmissionPolicy (and AdmissionPolicy) in POLICY, checked by the
-# module before they reach a policy server, which would refuse every request to a policy whose
-# settings the module refuses, in monitor mode too (failurePolicy does not apply: the server
-# answers). kwctl checks them when it is installed, on its way to evaluating a bundled request;
-# otherwise restage-gate-demo's wasmi host does. Other documents in POLICY are skipped.
+# The settings of every ClusterAdmissionPolicy (and AdmissionPolicy) in POLICY, or of the
+# chart's policies rendered with the values file VALUES, checked by the module before they reach
+# a policy server, which does not start with a policy whose settings the module refuses
+# (docs/install.md, "Check settings"). kwctl checks them when it is installed, on its way to
+# evaluating a bundled request; otherwise restage-gate-demo's wasmi host does. Other documents
+# are skipped.
 POLICY ?=
+VALUES ?=
 .PHONY: check-settings
 check-settings: policy.wasm
-	@test -n "$(POLICY)" || { echo "usage: make check-settings POLICY=FILE (checks the settings of every ClusterAdmissionPolicy in FILE)"; exit 1; }
-	@if command -v $(KWCTL) >/dev/null; then \
+	@test -n "$(POLICY)$(VALUES)" || { echo "usage: make check-settings POLICY=FILE (checks the settings of every ClusterAdmissionPolicy in FILE) or VALUES=FILE (of the chart's policies with these values)"; exit 1; }
+	@policy='$(POLICY)'; \
+	if [ -n "$(VALUES)" ]; then \
+	  $(call helm_ready,check-settings VALUES=$(VALUES)) \
+	  mkdir -p $(TARGET_DIR)/check-settings; policy=$(TARGET_DIR)/check-settings/$$(basename '$(VALUES)'); \
+	  $(HELM) template restage-gate $(CHART) --namespace kubewarden --kube-version $(KUBE_RELEASE) --values '$(VALUES)' > "$$policy"; \
+	fi; \
+	if command -v $(KWCTL) >/dev/null; then \
 	  $(MAKE) --no-print-directory annotated-policy.wasm; \
 	  $(CARGO) build --locked --quiet --profile tools -p restage-gate-demo --no-default-features; \
 	  $(DEMO) --no-default-features -- check-settings --kwctl $(KWCTL) \
-	    --request e2e-tests/requests/01-bind.json annotated-policy.wasm "$(POLICY)"; \
+	    --request e2e-tests/requests/01-bind.json annotated-policy.wasm "$$policy"; \
 	else \
 	  echo "== $(KWCTL) is not installed: building restage-gate-demo, a waPC host on the wasmi interpreter (under a minute the first time)"; \
 	  $(CARGO) build --locked --quiet --profile tools -p restage-gate-demo; \
-	  $(DEMO) -- check-settings policy.wasm "$(POLICY)"; \
+	  $(DEMO) -- check-settings policy.wasm "$$policy"; \
 	fi
 
 FLOOR_WASM  := $(TARGET_DIR)/$(TARGET)/release/restage_gate_floor.wasm
@@ -246,7 +255,8 @@ fuzz-smoke:
 fuzz:
 	$(MAKE) fuzz-smoke FUZZ_SECONDS=600 FUZZ_FLAGS=
 
-# window-release.yaml, and window-release-GROUP.yaml of each group of custom resources, against
+# window-release.yaml, and window-release-GROUP.yaml of each group of custom resources (and,
+# after check-chart, the chart's window job rendered for another namespace), against
 # the Kubernetes API schemas, strictly (an unknown field fails), with kubernetes-validate from
 # PyPI in a virtualenv under the cargo target dir: at the oldest version it supports (its
 # ValidatingAdmissionPolicy is GA from 1.30) and the newest the package knows.
@@ -263,7 +273,7 @@ check-manifests:
 	  python3 -m venv $(MANIFEST_VENV) >/dev/null || { rm -rf $(MANIFEST_VENV); echo "check-manifests: python3 cannot make a virtualenv (apt-get install python3-venv)"; exit 1; }; \
 	  $(MANIFEST_VENV)/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==$(KUBERNETES_VALIDATE) || { rm -rf $(MANIFEST_VENV); exit 1; }; \
 	fi
-	@for k in $(MANIFEST_VERSIONS); do for f in window-release*.yaml; do \
+	@for k in $(MANIFEST_VERSIONS); do for f in window-release*.yaml $(wildcard $(TARGET_DIR)/chart-manifests/rendered-*.yaml); do \
 	  echo "== $$f against the Kubernetes $$k schemas (strict)"; \
 	  out=$$($(MANIFEST_VENV)/bin/kubernetes-validate --strict --quiet -k $$k $$f 2>&1) || { echo "$$out"; exit 1; }; \
 	  [ -z "$$out" ] || { echo "$$out"; echo "$$f: not every document was checked against Kubernetes $$k"; exit 1; }; \
@@ -292,6 +302,83 @@ endef
 
 CONTROL_PLANE_SOURCES := $(shell find $(CONTROL_PLANE_DIR) -name '*.go' -not -name '*_test.go') $(CONTROL_PLANE_DIR)/go.mod $(CONTROL_PLANE_DIR)/go.sum
 
+# The Helm chart (charts/restage-gate) and the top-level manifests rendered from it. helm on
+# PATH when there is one; otherwise helm.sh/helm/v3 as e2e-tests/control-plane/go.mod pins it
+# (its `tool` line), built into the target dir, its offline Kubernetes version (helm template
+# without a cluster) the control plane's minor, as helm's own release builds stamp theirs. The top-level files are rendered for the
+# Kubernetes release the control plane runs, with the chart's default values: policy.yaml and
+# guard.yaml as they are, monitor.yaml with `setup: monitor`, and the window job's files with
+# the maintenance window of ci/windows-values.yaml on a cluster that serves every group the
+# templates ask for. `make test` fails while one is stale (check-chart).
+CHART        := charts/restage-gate
+HELM_BUILT   := $(abspath $(TARGET_DIR))/helm/helm
+HELM         := $(or $(shell command -v helm 2>/dev/null),$(HELM_BUILT))
+KUBE_RELEASE  = $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[0-9.]*\).*/\1/p' $(CONTROL_PLANE_DIR)/go.mod)
+CHART_SOURCES := $(shell find $(CHART) -type f)
+MANIFESTS    := policy.yaml guard.yaml monitor.yaml $(notdir $(wildcard $(CHART)/templates/window-release*.yaml))
+# Every API a template asks the cluster for (.Capabilities.APIVersions.Has), served when the
+# window job's files are rendered.
+CHART_APIS    = $(sort $(shell sed -n 's/.*APIVersions\.Has "\([^"]*\)".*/\1/p' $(CHART)/templates/*.yaml))
+
+$(HELM_BUILT): $(CONTROL_PLANE_DIR)/go.mod $(CONTROL_PLANE_DIR)/go.sum
+	@if ! $(go_usable); then $(call go_missing,helm); exit 1; fi
+	@echo "== building helm $$(cd $(CONTROL_PLANE_DIR) && $(GO) list -m -f '{{.Version}}' helm.sh/helm/v3), as $(CONTROL_PLANE_DIR)/go.mod pins it (a minute or two on 2 cores the first time)"
+	@minor=$$(echo $(KUBE_RELEASE) | cut -d. -f2); \
+	cd $(CONTROL_PLANE_DIR) && $(GO) build -o $(HELM_BUILT) \
+	  -ldflags "-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$minor" \
+	  helm.sh/helm/v3/cmd/helm
+
+# Says which helm is used, building it when it is the Go module's; fails, saying what to
+# install, when there is no helm and no Go to build it.
+define helm_ready
+if [ "$(HELM)" != "$(HELM_BUILT)" ]; then echo "== helm on PATH: $(HELM) ($$($(HELM) version --short))"; \
+elif $(go_usable); then $(MAKE) --no-print-directory $(HELM_BUILT); echo "== helm: $(HELM_BUILT), built from its Go module"; \
+else echo "$(1): helm is not installed and Go $(GO_NEEDED) or newer, which builds it, is not either (https://helm.sh/docs/intro/install/ or https://go.dev/doc/install)"; exit 1; fi;
+endef
+
+# Renders the top-level manifests into directory $(1).
+define render_manifests
+mkdir -p $(1); \
+for f in $(MANIFESTS); do \
+  case $$f in \
+    policy.yaml|guard.yaml) values=();; \
+    monitor.yaml) values=(--set setup=monitor);; \
+    *) values=(--values $(CHART)/ci/windows-values.yaml $(foreach a,$(CHART_APIS),--api-versions $(a)));; \
+  esac; \
+  $(HELM) template restage-gate $(CHART) --namespace kubewarden --kube-version $(KUBE_RELEASE) "$${values[@]}" \
+    --show-only templates/$$f | sed -e '1{/^---$$/d}' -e '/^# Source: /d' > $(1)/$$f; \
+done
+endef
+
+.PHONY: manifests check-chart check-chart-run
+manifests:
+	@$(call helm_ready,manifests)
+	@$(call render_manifests,.)
+	@echo "rendered from $(CHART) for Kubernetes $(KUBE_RELEASE): $(MANIFESTS)"
+
+# helm lint (with the default values and with windows), then the top-level manifests against
+# the chart's rendering; SKIPPED without helm and without Go to build it.
+check-chart:
+	@if [ "$(HELM)" = "$(HELM_BUILT)" ] && ! $(go_usable); then $(call go_missing,check-chart (helm lint, helm template)); \
+	else $(MAKE) --no-print-directory check-chart-run; fi
+
+check-chart-run:
+	@$(call helm_ready,check-chart)
+	$(HELM) lint --strict $(CHART) --kube-version $(KUBE_RELEASE)
+	$(HELM) lint --strict $(CHART) --kube-version $(KUBE_RELEASE) --values $(CHART)/ci/windows-values.yaml
+	@rm -rf $(TARGET_DIR)/chart-manifests
+	@$(call render_manifests,$(TARGET_DIR)/chart-manifests)
+	@stale=; for f in $(MANIFESTS); do \
+	  diff -u $$f $(TARGET_DIR)/chart-manifests/$$f || stale="$$stale $$f"; \
+	done; \
+	[ -z "$$stale" ] || { echo "stale:$$stale: not what $(CHART) renders; run make manifests"; exit 1; }; \
+	echo "check-chart: $(MANIFESTS) are what $(CHART) renders"
+	@# The window job in another namespace, for check-manifests' schema check.
+	@$(HELM) template restage-gate $(CHART) --namespace cattle-kubewarden-system --kube-version $(KUBE_RELEASE) \
+	  --values $(CHART)/ci/windows-values.yaml --set kubewardenNamespace=cattle-kubewarden-system \
+	  $(foreach a,$(CHART_APIS),--api-versions $(a)) $(foreach f,$(filter window-release%,$(MANIFESTS)),--show-only templates/$(f)) \
+	  > $(TARGET_DIR)/chart-manifests/rendered-other-namespace.yaml
+
 .PHONY: control-plane webhook-server test-control-plane cluster-up cluster-down
 control-plane: $(CONTROL_PLANE)
 $(CONTROL_PLANE): $(CONTROL_PLANE_SOURCES)
@@ -308,17 +395,19 @@ webhook-server:
 	@$(CARGO) build --locked --quiet -p restage-gate-e2e --bin restage-gate-webhook
 
 # Everything of the control-plane module: its unit tests, then the scenarios on a control plane
-# it starts and stops. POLICY_SERVER=path/to/policy-server runs them through a real policy-server.
-# The scenarios' parallel subtests spend their time waiting on controllers, so more of them run
-# at once than the machine has cores (-parallel).
+# it starts and stops, the window job's as the chart renders it with HELM.
+# POLICY_SERVER=path/to/policy-server runs them through a real policy-server. The scenarios'
+# parallel subtests spend their time waiting on controllers, so more of them run at once than
+# the machine has cores (-parallel).
 test-control-plane: policy.wasm
 	@if ! $(go_usable); then $(call go_missing,the control-plane scenarios); exit 0; fi; \
 	$(MAKE) --no-print-directory control-plane webhook-server; \
+	if [ "$(HELM)" = "$(HELM_BUILT)" ]; then $(MAKE) --no-print-directory $(HELM_BUILT); fi; \
 	cd $(CONTROL_PLANE_DIR); \
 	unformatted=$$("$$(dirname "$$(command -v $(GO))")/gofmt" -l .); [ -z "$$unformatted" ] || { echo "gofmt: not formatted: $$unformatted"; exit 1; }; \
 	$(GO) vet ./...; \
-	PATH=$(dir $(GO)):$$PATH CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/policy.wasm \
-	  $(GO) test -count=1 -p 1 -parallel 16 -timeout 30m ./...
+	PATH=$(dir $(GO)):$$PATH CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/policy.wasm HELM=$(HELM) \
+	  $(GO) test -count=1 -p 1 -timeout 30m ./...
 
 # A playground: the same control plane with restage-gate (policy.yaml, as the README installs it)
 # and the binding runtime, in the background. Its last line is the KUBECONFIG for kubectl.
@@ -344,7 +433,7 @@ cluster-up: policy.wasm
 cluster-down:
 	@if [ -x $(CONTROL_PLANE) ]; then $(CONTROL_PLANE) down --dir $(CLUSTER_DIR); else echo "no control plane was built"; fi
 
-test: fmt-check lint policy.wasm floor size-check check-manifests
+test: fmt-check lint policy.wasm floor size-check check-chart check-manifests
 	@command -v docker-registry >/dev/null || echo "registry round trip: SKIPPED, docker-registry is not installed (apt-get install docker-registry)"
 	@command -v htpasswd >/dev/null || echo "registry login round trip: SKIPPED, htpasswd is not installed (apt-get install apache2-utils)"
 	$(CARGO) test --locked --workspace --all-targets 2>&1 | tee $(TARGET_DIR)/test.log

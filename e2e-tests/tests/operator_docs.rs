@@ -2,9 +2,9 @@
 //! of their `console` and `sh` blocks is either run by a named test (`RUN`) or listed, with the
 //! reason, in `NOT_RUN`; a command added to a doc, or one a list names that a doc no longer has,
 //! fails `every_documented_command_is_run_or_listed_with_why_not`. A command that talks to a
-//! cluster (kubectl) is the real control plane's: its suite
-//! (e2e-tests/control-plane/scenarios/docs_test.go) runs it with the real kubectl, or lists it
-//! with the reason. make and bash run for real here.
+//! cluster (kubectl, helm) is the real control plane's: its suite
+//! (e2e-tests/control-plane/scenarios/docs_test.go) runs it with the real kubectl and helm, or
+//! lists it with the reason. make and bash run for real here.
 
 use std::collections::BTreeSet;
 
@@ -36,6 +36,11 @@ const RUN: &[(&str, &str, &str)] = &[
         "make check-settings POLICY=policy.yaml",
         "check_settings_passes_the_shipped_manifests_and_names_a_bad_setting",
     ),
+    (
+        "README.md",
+        "make check-settings VALUES=values.yaml",
+        "check_settings_of_chart_values_checks_what_the_chart_renders",
+    ),
 ];
 
 /// Documented commands run by a test of another suite: (doc, command, "suite.rs: test").
@@ -48,19 +53,23 @@ const RUN_ELSEWHERE: &[(&str, &str, &str)] = &[
 /// The real control plane's scenarios, which run the docs' cluster commands.
 const CONTROL_PLANE_SCENARIOS: &str = "e2e-tests/control-plane/scenarios";
 
-/// A command that talks to a cluster: kubectl as a word of it (as the control plane's suite
-/// reads it).
+/// A command that talks to a cluster: kubectl or helm as a word of it (as the control plane's
+/// suite reads it).
 fn talks_to_a_cluster(command: &str) -> bool {
-    command.match_indices("kubectl").any(|(at, word)| {
-        let before = command[..at].chars().next_back();
-        let after = command[at + word.len()..].chars().next();
-        !before.is_some_and(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
-            && !after.is_some_and(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
+    ["kubectl", "helm"].iter().any(|tool| {
+        command.match_indices(tool).any(|(at, word)| {
+            let before = command[..at].chars().next_back();
+            let after = command[at + word.len()..].chars().next();
+            !before.is_some_and(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
+                && !after.is_some_and(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
+        })
     })
 }
 
 /// Documented commands no test runs, and why: (doc, command, reason).
 const NOT_RUN: &[(&str, &str, &str)] = &[
+    ("docs/install.md", "kwctl run --request-path e2e-tests/requests/01-bind.json policy.yaml", "needs kwctl; `make check-settings` runs the same check through `kwctl run` where kwctl is installed, and through the module otherwise (check_settings_passes_the_shipped_manifests_and_names_a_bad_setting)"),
+    ("docs/install.md", "kwctl run --request-path e2e-tests/requests/01-bind.json restage-gate.yaml", "needs kwctl; as the line above, on the chart's rendering (check_settings_of_chart_values_checks_what_the_chart_renders)"),
     ("README.md", "make demo", "builds the module and the demo host; `make test` builds both, and interpreter.rs and kwctl_stand_in.rs check what the demo shows"),
     ("README.md", "make test", "runs this suite"),
     ("docs/contributing.md", "make demo", "as in the README"),
@@ -150,9 +159,21 @@ fn every_documented_command_is_run_or_listed_with_why_not() {
     }
     for (_, _, at) in RUN_ELSEWHERE {
         let (suite, test) = at.split_once(": ").expect("suite.rs: test");
-        let path = repository::root().join("e2e-tests/tests").join(suite);
+        // A Rust suite of e2e-tests/tests, or a Go test file of the control plane's scenarios.
+        let (path, declared) = match suite.strip_suffix(".go") {
+            Some(_) => (
+                repository::root()
+                    .join("e2e-tests/control-plane/scenarios")
+                    .join(suite),
+                format!("func {test}(t *testing.T)"),
+            ),
+            None => (
+                repository::root().join("e2e-tests/tests").join(suite),
+                format!("fn {test}()"),
+            ),
+        };
         let source = std::fs::read_to_string(&path).unwrap_or_default();
-        if !source.contains(&format!("fn {test}()")) {
+        if !source.contains(&declared) {
             problems.push(format!("RUN_ELSEWHERE names {at}, which does not exist"));
         }
     }
@@ -251,9 +272,17 @@ fn check_settings_passes_the_shipped_manifests_and_names_a_bad_setting() {
         1,
     );
     std::fs::write(&bad, text).expect("write");
-    let out = docs
-        .shell
-        .run(&command.replace("policy.yaml", &bad.display().to_string()));
+    refused(
+        &docs,
+        &command.replace("policy.yaml", &bad.display().to_string()),
+        "maintenanceWindows[0].start",
+    );
+    docs.finish();
+}
+
+/// `command` fails, naming `field`.
+fn refused(docs: &Docs, command: &str, field: &str) {
+    let out = docs.shell.run(command);
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -261,11 +290,45 @@ fn check_settings_passes_the_shipped_manifests_and_names_a_bad_setting() {
     );
     assert!(
         !out.status.success(),
-        "a bad window fails the check:\n{said}"
+        "a bad setting fails the check:\n{said}"
     );
-    assert!(
-        said.contains("maintenanceWindows[0].start"),
-        "the field is named:\n{said}"
+    assert!(said.contains(field), "the field is named:\n{said}");
+}
+
+/// `make check-settings VALUES=FILE` checks the settings of the chart's policies rendered with
+/// the values: `ok` for the policy and its guard with good values, the field named for a bad
+/// one.
+#[test]
+fn check_settings_of_chart_values_checks_what_the_chart_renders() {
+    let mut docs = Docs::new("check_settings_of_chart_values_checks_what_the_chart_renders");
+    let command = docs.command("README.md", "make check-settings VALUES=values.yaml");
+    let good = docs.shell.file("good-values.yaml");
+    std::fs::write(
+        &good,
+        "settings:\n  maintenanceWindows:\n    - days: [Sat]\n      start: \"02:00\"\n      end: \"04:00\"\n",
+    )
+    .expect("write");
+    let out = docs
+        .shell
+        .perform(&command.replace("values.yaml", &good.display().to_string()));
+    for policy in ["restage-gate", "restage-gate-guard"] {
+        assert!(
+            out.contains(&format!(
+                "good-values.yaml: ClusterAdmissionPolicy {policy}: ok"
+            )),
+            "{out}"
+        );
+    }
+    let bad = docs.shell.file("bad-values.yaml");
+    std::fs::write(
+        &bad,
+        "settings:\n  maintenanceWindows:\n    - days: [Sat]\n      start: \"25:00\"\n      end: \"04:00\"\n",
+    )
+    .expect("write");
+    refused(
+        &docs,
+        &command.replace("values.yaml", &bad.display().to_string()),
+        "ClusterAdmissionPolicy restage-gate: settings.maintenanceWindows[0].start",
     );
     docs.finish();
 }
@@ -312,17 +375,31 @@ fn the_documented_selectors_choose_korifis_apps_or_labelled_namespaces() {
     let namespace_selector =
         yaml_block_with(&guide, "namespaceSelector:")["namespaceSelector"].clone();
 
-    // policy.yaml carries both forms as comments: the same selectors.
-    let manifest = repository::read(&repository::root(), "policy.yaml").expect("policy.yaml");
-    let commented: String = manifest
-        .lines()
-        .filter_map(|l| l.strip_prefix("  # "))
-        .filter(|l| l.starts_with(' ') || l.ends_with("Selector:"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let commented: Value = serde_yaml::from_str(&commented).expect("the commented selectors");
-    assert_eq!(commented["objectSelector"], object_selector);
-    assert_eq!(commented["namespaceSelector"], namespace_selector);
+    // The chart's values.yaml carries both as commented examples of the values every policy
+    // gets: the same selectors.
+    let values = repository::read(&repository::root(), "charts/restage-gate/values.yaml")
+        .expect("values.yaml");
+    let example = |key: &str| -> Value {
+        let lines: Vec<&str> = values.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("{key}:")))
+            .unwrap_or_else(|| panic!("values.yaml has no {key}"));
+        let mut start = at;
+        while start > 0 && lines[start - 1].starts_with("#   ") {
+            start -= 1;
+        }
+        let text: String = lines[start..at]
+            .iter()
+            .map(|l| format!("{}\n", &l[4..]))
+            .collect();
+        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{key}'s example: {e}"))
+    };
+    assert_eq!(example("objectSelector"), object_selector);
+    assert_eq!(
+        example("namespaceSelectorExpressions"),
+        namespace_selector["matchExpressions"]
+    );
 
     // Every Korifi app workload carries the label; the other platforms' fixtures do not.
     let korifi = desired(0, PODS);

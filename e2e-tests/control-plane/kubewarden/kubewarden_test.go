@@ -145,11 +145,15 @@ func TestDeferPolicyBecomesTheMutatingWebhookConfigurationTheControllerNamesForI
 		t.Errorf("matchPolicy %v, reinvocationPolicy %v, objectSelector %v, matchConditions %v: want all unset, as the controller leaves them",
 			webhook.MatchPolicy, webhook.ReinvocationPolicy, webhook.ObjectSelector, webhook.MatchConditions)
 	}
+	// The controller's own namespace left out, then the policy's own expressions.
 	wantSelector := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kubewarden"},
 	}}}
+	if own := policies[0].NamespaceSelector; own != nil {
+		wantSelector.MatchExpressions = append(wantSelector.MatchExpressions, own.MatchExpressions...)
+	}
 	if !reflect.DeepEqual(webhook.NamespaceSelector, wantSelector) {
-		t.Errorf("namespaceSelector %+v, want the controller's namespace left out", webhook.NamespaceSelector)
+		t.Errorf("namespaceSelector %+v, want the controller's namespace left out, then the policy's %+v", webhook.NamespaceSelector, policies[0].NamespaceSelector)
 	}
 }
 

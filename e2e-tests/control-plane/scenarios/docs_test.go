@@ -57,6 +57,11 @@ const (
 	listHeld       = `if [ -n "$(kubectl api-resources --api-group=apps -o name)" ]; then kubectl get statefulsets,daemonsets,deployments -A -l restage-gate.io/held=true; fi …`
 	applyNow       = `kubectl annotate statefulset/NAME …`
 	applyWindowJob = "kubectl apply -f window-release.yaml"
+	applyBinding   = "kubectl apply -f window-release-binding.yaml"
+	helmInstall    = "helm install restage-gate charts/restage-gate -n kubewarden"
+	helmWindows    = "helm upgrade restage-gate charts/restage-gate -n kubewarden --reuse-values --set-json …"
+	helmBind       = "helm upgrade restage-gate charts/restage-gate -n kubewarden --reuse-values"
+	helmRender     = "helm template restage-gate charts/restage-gate -f values.yaml …"
 )
 
 // docsRunHere are the documented commands these tests run, each with its test; every kind's own
@@ -76,9 +81,17 @@ var docsRunHere = []docEntry{
 	{"docs/install.md", "kubectl apply -f policy.yaml -f guard.yaml", "TestDocsInstall"},
 	{"docs/install.md", waitGuard, "TestDocsInstall"},
 	{"docs/install.md", applyWindowJob, "TestDocsInstall"},
+	{"docs/install.md", applyBinding, "TestDocsInstall"},
 	// The job the uninstall's first step removes.
 	{"docs/install.md", applyWindowJob, "TestDocsUninstall"},
-	{"docs/uninstall.md", "kubectl delete -f window-release.yaml …", "TestDocsUninstall"},
+	{"docs/install.md", applyBinding, "TestDocsUninstall"},
+	{"docs/uninstall.md", "kubectl delete -f window-release-binding.yaml …", "TestDocsUninstall"},
+	{"README.md", helmInstall, "TestDocsChart"},
+	{"README.md", waitGuard, "TestDocsChart"},
+	{"docs/install.md", "kubectl get clusteradmissionpolicies", "TestDocsChart"},
+	{"docs/install.md", helmWindows, "TestDocsChart"},
+	{"docs/install.md", helmBind, "TestDocsChart"},
+	{"docs/install.md", helmRender, "TestDocsChart"},
 	{"docs/uninstall.md", `if [ -n "$(kubectl api-resources --api-group=apps -o name)" ]; then kubectl annotate …`, "TestDocsUninstall"},
 	{"docs/uninstall.md", "kubectl delete clusteradmissionpolicy restage-gate-guard", "TestDocsUninstall"},
 	{"docs/uninstall.md", "kubectl delete clusteradmissionpolicy restage-gate", "TestDocsUninstall"},
@@ -91,6 +104,8 @@ var docsRunHere = []docEntry{
 // docsNotRun: not run here: why. Commands without kubectl (make, kwctl, docker, curl, cosign)
 // talk to no cluster; e2e-tests/tests/operator_docs.rs runs or lists them.
 var docsNotRun = []docEntry{
+	{"docs/install.md", "kubectl logs -n kubewarden deployment/policy-server-default",
+		"this control plane runs Kubewarden's stand-in, which serves the module without a policy-server Deployment"},
 	{"docs/install.md", "kubectl create configmap restage-gate-verification …",
 		"configures the signature check of Kubewarden's PolicyServer, which this control plane does not run (its policy server serves a local module, never pulled or verified), from the operator's own verification-config.yml"},
 }
@@ -261,7 +276,7 @@ func docNames(entry, command string) bool {
 }
 
 // A kubectl command: kubectl as a word of it.
-var kubectlWord = regexp.MustCompile(`(^|[^A-Za-z0-9_./-])kubectl($|[^A-Za-z0-9_-])`)
+var kubectlWord = regexp.MustCompile(`(^|[^A-Za-z0-9_./-])(kubectl|helm)($|[^A-Za-z0-9_-])`)
 
 func TestEveryClusterCommandOfTheDocsRunsHereOrIsListed(t *testing.T) {
 	files, err := filepath.Glob("*_test.go")
@@ -389,7 +404,7 @@ func runShell(command string) (string, error) {
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", command)
 	cmd.Dir = env.repo
 	cmd.Env = append(os.Environ(),
-		"PATH="+filepath.Dir(env.kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"PATH="+filepath.Dir(env.kubectl)+string(os.PathListSeparator)+filepath.Dir(os.Getenv("HELM"))+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"KUBECONFIG="+env.cluster.Kubeconfig)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -844,7 +859,8 @@ func TestDocsInstall(t *testing.T) {
 		install(t, "policy.yaml")
 		kubewardenNamespace(t)
 		d.run(t, "docs/install.md", applyWindowJob)
-		out, err := kubectl("get", "-f", "window-release.yaml", "-o", "name")
+		d.run(t, "docs/install.md", applyBinding)
+		out, err := kubectl("get", "-f", "window-release.yaml", "-f", "window-release-binding.yaml", "-o", "name")
 		if err != nil {
 			t.Fatalf("not every object of window-release.yaml is there: %v\n%s", err, out)
 		}
@@ -960,6 +976,7 @@ func TestDocsUninstall(t *testing.T) {
 	install(t, "policy.yaml", "guard.yaml")
 	kubewardenNamespace(t)
 	d.run(t, "docs/install.md", applyWindowJob)
+	d.run(t, "docs/install.md", applyBinding)
 	// A served group of custom resources has its own job, applied after it (docs/install.md).
 	if out, _ := kubectl("api-resources", "--api-group=argoproj.io", "-o", "name"); strings.TrimSpace(out) != "" {
 		if out, err := kubectl("apply", "-f", "window-release-argoproj.io.yaml"); err != nil {
@@ -981,7 +998,7 @@ func TestDocsUninstall(t *testing.T) {
 	})
 
 	windowJobGone := func() {
-		for _, file := range []string{"window-release.yaml", "window-release-argoproj.io.yaml"} {
+		for _, file := range []string{"window-release-binding.yaml", "window-release.yaml", "window-release-argoproj.io.yaml"} {
 			out, err := kubectl("get", "-f", file, "--ignore-not-found", "-o", "name")
 			if err != nil || strings.TrimSpace(out) != "" {
 				t.Fatalf("objects of %s are left: %v\n%s", file, err, out)
@@ -993,7 +1010,7 @@ func TestDocsUninstall(t *testing.T) {
 		commands []string
 		then     func(out string)
 	}{
-		{[]string{"kubectl delete -f window-release.yaml …"}, func(string) { windowJobGone() }},
+		{[]string{"kubectl delete -f window-release-binding.yaml …"}, func(string) { windowJobGone() }},
 		{[]string{`if [ -n "$(kubectl api-resources --api-group=apps -o name)" ]; then kubectl annotate …`}, func(string) {
 			each(t, early, func(a *app) { mustHaveRolledOnce(a.t, a, "orders-db") })
 			each(t, late, func(a *app) {
@@ -1073,4 +1090,109 @@ func TestDocsUninstall(t *testing.T) {
 		t.Errorf("%d ClusterAdmissionPolicies remain", len(list.Items))
 	}
 	windowJobGone()
+}
+
+// The chart as the README and docs/install.md install it: helm install, the policy and its
+// guard active with the same settings and selectors, the window job in two steps (everything
+// but the permission, then the permission once its admission policy is in the cluster), the
+// render a settings check reads, and helm uninstall removing all of it.
+func TestDocsChart(t *testing.T) {
+	d := newDocSteps(t)
+	kubewardenNamespace(t)
+	if out, err := kubectl("delete", "clusteradmissionpolicies", "--all", "--wait=true"); err != nil {
+		t.Fatalf("removing the previous setup: %v\n%s", err, out)
+	}
+	helm := func(args ...string) (string, error) {
+		cmd := exec.Command(os.Getenv("HELM"), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+env.cluster.Kubeconfig)
+		cmd.Dir = env.repo
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { _, _ = helm("uninstall", "restage-gate", "-n", chartNamespace, "--wait") })
+	d.run(t, "README.md", helmInstall)
+	mustSayMet(t, d.run(t, "README.md", waitGuard), "restage-gate", "restage-gate-guard")
+	listed := d.run(t, "docs/install.md", "kubectl get clusteradmissionpolicies")
+	for _, name := range []string{"restage-gate ", "restage-gate-guard "} {
+		if !strings.Contains(listed, name) {
+			t.Errorf("kubectl get clusteradmissionpolicies does not list %s:\n%s", name, listed)
+		}
+	}
+	spec := func(name string) map[string]any {
+		out, err := kubectl("get", "clusteradmissionpolicy", name, "-o", "jsonpath={.spec}")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		var s map[string]any
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			t.Fatal(err)
+		}
+		delete(s["settings"].(map[string]any), "mode")
+		return s
+	}
+	policy, guard := spec("restage-gate"), spec("restage-gate-guard")
+	for _, field := range []string{"module", "rules", "namespaceSelector", "objectSelector", "settings"} {
+		if toString(policy[field]) != toString(guard[field]) {
+			t.Errorf("the guard's %s is %s, the policy's %s", field, toString(guard[field]), toString(policy[field]))
+		}
+	}
+	if !strings.Contains(toString(policy["namespaceSelector"]), "kube-system") {
+		t.Errorf("the policy sees the cluster's own namespaces: %s", toString(policy["namespaceSelector"]))
+	}
+
+	const job = "restage-gate-window-release"
+	exists := func(kind string) bool {
+		out, err := kubectl("get", kind, job, "--ignore-not-found", "-o", "name")
+		if err != nil {
+			t.Fatalf("kubectl get %s %s: %v\n%s", kind, job, err, out)
+		}
+		return strings.TrimSpace(out) != ""
+	}
+	d.run(t, "docs/install.md", helmWindows)
+	for _, kind := range []string{"validatingadmissionpolicy", "validatingadmissionpolicybinding", "clusterrole"} {
+		if !exists(kind) {
+			t.Errorf("the upgrade that sets the windows installed no %s", kind)
+		}
+	}
+	if out, err := kubectl("get", "cronjob", job, "-n", chartNamespace, "-o", "name"); err != nil {
+		t.Errorf("the upgrade that sets the windows installed no CronJob: %v\n%s", err, out)
+	}
+	if exists("clusterrolebinding") {
+		t.Fatal("the job's permission was bound in the step that installed its admission policy")
+	}
+	d.run(t, "docs/install.md", helmBind)
+	if !exists("clusterrolebinding") {
+		t.Fatal("the second upgrade did not bind the job's permission")
+	}
+
+	// The settings check's render, of the user's values.
+	values := filepath.Join(env.repo, "values.yaml")
+	rendered := filepath.Join(env.repo, "restage-gate.yaml")
+	t.Cleanup(func() { _ = os.Remove(values); _ = os.Remove(rendered) })
+	if err := os.WriteFile(values, []byte("settings:\n  extraVolumePrefixes: [creds-]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.run(t, "docs/install.md", helmRender)
+	text, err := os.ReadFile(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cap struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Settings map[string]any `json:"settings"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(text, &cap); err != nil || cap.Kind != "ClusterAdmissionPolicy" || toString(cap.Spec.Settings["extraVolumePrefixes"]) != `["creds-"]` {
+		t.Errorf("the settings check reads no policy with the values' settings (%v):\n%s", err, text)
+	}
+
+	if out, err := helm("uninstall", "restage-gate", "-n", chartNamespace, "--wait"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	for _, kind := range []string{"clusterrolebinding", "validatingadmissionpolicy", "clusterrole"} {
+		if exists(kind) {
+			t.Errorf("helm uninstall left the %s", kind)
+		}
+	}
 }

@@ -102,23 +102,10 @@ func policyNames(t *testing.T, file string) []string {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(env.repo, file)
 	}
-	text, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names []string
-	for _, doc := range strings.Split(string(text), "\n---") {
-		var obj struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-		}
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		if obj.Kind == "ClusterAdmissionPolicy" {
-			names = append(names, obj.Metadata.Name)
+	for _, obj := range renderedKinds(t, path) {
+		if name, ok := strings.CutPrefix(obj, "ClusterAdmissionPolicy/"); ok {
+			names = append(names, name)
 		}
 	}
 	return names

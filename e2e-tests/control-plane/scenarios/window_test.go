@@ -1,8 +1,10 @@
-// The window job of window-release.yaml on the real API server: its command, as its CronJob
-// runs it, sent with a token of its own ServiceAccount under the shipped RBAC and
-// ValidatingAdmissionPolicy; outside a maintenance window it stores nothing, inside one it
+// The window job as the chart renders it with maintenance windows set, on the real API server:
+// its command, as its CronJob runs it, sent with a token of its own ServiceAccount under the
+// chart's RBAC and ValidatingAdmissionPolicy; the permission bound only after the admission
+// policy (docs/install.md); outside a maintenance window it stores nothing, inside one it
 // releases every held workload once, and inside one that spreads its releases each at the
-// first tick from its own slot; and the writes its token must not make are refused.
+// first tick from its own slot; and the writes its token must not make, or a same-named
+// account of another namespace, are refused.
 package scenarios
 
 import (
@@ -24,26 +26,29 @@ import (
 )
 
 const (
-	jobNamespace      = "kubewarden"
+	jobNamespace      = chartNamespace
 	jobServiceAccount = "restage-gate-window-release"
 )
 
 // alwaysOpen is a maintenance window that is open whenever the test runs.
 var alwaysOpen = []any{map[string]any{"days": []any{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, "start": "00:00", "end": "00:00"}}
 
-// installJob applies window-release.yaml as docs/install.md says, in Kubewarden's namespace,
-// and returns a kubeconfig holding a token of the job's ServiceAccount.
-func installJob(t *testing.T) string {
+// closedWindow is a maintenance window that is not open while the test runs: the whole day
+// two days from now.
+func closedWindow() []any {
+	day := time.Now().UTC().Add(48 * time.Hour).Weekday().String()[:3]
+	return []any{map[string]any{"days": []any{day}, "start": "00:00", "end": "00:00"}}
+}
+
+// withWindows are the chart's values with these maintenance windows.
+func withWindows(windows []any) map[string]any {
+	return map[string]any{"settings": map[string]any{"maintenanceWindows": windows}}
+}
+
+// tokenConfig writes a kubeconfig holding a token of a ServiceAccount.
+func tokenConfig(t *testing.T, namespace, account string) string {
 	t.Helper()
-	if _, err := kubectl("get", "namespace", jobNamespace); err != nil {
-		if out, err := kubectl("create", "namespace", jobNamespace); err != nil {
-			t.Fatalf("creating the namespace %s: %v\n%s", jobNamespace, err, out)
-		}
-	}
-	if out, err := kubectl("apply", "-f", "window-release.yaml"); err != nil {
-		t.Fatalf("kubectl apply -f window-release.yaml: %v\n%s", err, out)
-	}
-	token, err := kubectl("create", "token", jobServiceAccount, "-n", jobNamespace)
+	token, err := kubectl("create", "token", account, "-n", namespace)
 	if err != nil {
 		t.Fatalf("kubectl create token: %v\n%s", err, token)
 	}
@@ -58,23 +63,65 @@ func installJob(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "job.kubeconfig")
+	path := filepath.Join(t.TempDir(), namespace+".kubeconfig")
 	if err := os.WriteFile(path, text, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
 
-// jobCommand is the kubectl arguments of the CronJob's container, as shipped.
-func jobCommand(t *testing.T) []string {
+// installJob installs what the chart renders with these windows, as docs/install.md says in
+// two steps: everything but the job's permission (the policies, the job and its admission
+// policy), under which the job's token may write nothing, then the permission. It returns a
+// kubeconfig holding a token of the job's ServiceAccount and the job's kubectl arguments.
+func installJob(t *testing.T, windows []any) (string, []string) {
 	t.Helper()
-	text, err := os.ReadFile(filepath.Join(env.repo, "window-release.yaml"))
+	kubewardenNamespace(t)
+	unbind := func() {
+		if out, err := kubectl("delete", "clusterrolebinding", jobServiceAccount, "--ignore-not-found"); err != nil {
+			t.Fatalf("removing the job's permission: %v\n%s", err, out)
+		}
+	}
+	unbind()
+	t.Cleanup(unbind)
+	rendered := renderChart(t, withWindows(windows))
+	for _, obj := range renderedKinds(t, rendered) {
+		if strings.HasPrefix(obj, "ClusterRoleBinding/") || strings.HasPrefix(obj, "RoleBinding/") {
+			t.Fatalf("the chart binds %s before its admission policy is in the cluster", obj)
+		}
+	}
+	install(t, rendered)
+	job := tokenConfig(t, jobNamespace, jobServiceAccount)
+	args := jobCommand(t, rendered)
+	if out, err := kubectlAs(job, args...); err == nil || !strings.Contains(out, "forbidden") {
+		t.Fatalf("the job's token wrote before its permission was bound: %v\n%s", err, out)
+	}
+	values := withWindows(windows)
+	values["windowRelease"] = map[string]any{"admissionPolicyApplied": true}
+	binding := renderChart(t, values, "window-release-binding.yaml")
+	if got := renderedKinds(t, binding); len(got) != 1 || got[0] != "ClusterRoleBinding/"+jobServiceAccount {
+		t.Fatalf("the chart's permission step renders %v", got)
+	}
+	if out, err := kubectl("apply", "-f", binding); err != nil {
+		t.Fatalf("kubectl apply -f %s: %v\n%s", binding, err, out)
+	}
+	return job, args
+}
+
+// jobCommand is the kubectl arguments of the container of the rendered CronJob that annotates
+// the kinds of the built-in groups.
+func jobCommand(t *testing.T, rendered string) []string {
+	t.Helper()
+	text, err := os.ReadFile(rendered)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, doc := range strings.Split(string(text), "\n---") {
 		var cron struct {
-			Kind string `json:"kind"`
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
 			Spec struct {
 				JobTemplate struct {
 					Spec struct {
@@ -93,7 +140,7 @@ func jobCommand(t *testing.T) []string {
 		if err := yaml.Unmarshal([]byte(doc), &cron); err != nil {
 			t.Fatal(err)
 		}
-		if cron.Kind == "CronJob" {
+		if cron.Kind == "CronJob" && cron.Metadata.Name == jobServiceAccount {
 			c := cron.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
 			if len(c.Command) != 1 || filepath.Base(c.Command[0]) != "kubectl" {
 				t.Fatalf("the job runs %v, not kubectl", c.Command)
@@ -101,7 +148,7 @@ func jobCommand(t *testing.T) []string {
 			return c.Args
 		}
 	}
-	t.Fatal("window-release.yaml has no CronJob")
+	t.Fatalf("the chart rendered no CronJob %s", jobServiceAccount)
 	return nil
 }
 
@@ -138,15 +185,14 @@ func heldApps(t *testing.T) []*app {
 
 func TestWindowJob(t *testing.T) {
 	t.Run("outside every maintenance window the job's ticks change no field", func(t *testing.T) {
-		install(t, "policy.yaml")
-		job := installJob(t)
+		job, args := installJob(t, closedWindow())
 		apps := heldApps(t)
 		stored := map[*app]string{}
 		for _, a := range apps {
 			stored[a] = a.storedState()
 		}
 		for tick := 0; tick < 2; tick++ {
-			if out, err := kubectlAs(job, jobCommand(t)...); err != nil {
+			if out, err := kubectlAs(job, args...); err != nil {
 				t.Fatalf("the job's tick failed: %v\n%s", err, out)
 			}
 		}
@@ -162,15 +208,11 @@ func TestWindowJob(t *testing.T) {
 	})
 
 	t.Run("inside a maintenance window the job's first tick releases every held workload once, the second changes no field", func(t *testing.T) {
-		open := policyWithSettings(t, "policy.yaml", func(policy map[string]any) {
-			policy["spec"].(map[string]any)["settings"] = map[string]any{"mode": "defer", "maintenanceWindows": alwaysOpen}
-		})
-		// Held first, under a policy with no window, then the window opens.
-		install(t, "policy.yaml")
-		job := installJob(t)
+		// Held first, outside every window, then the chart is rendered with one open.
+		job, args := installJob(t, closedWindow())
 		apps := heldApps(t)
-		install(t, open)
-		if out, err := kubectlAs(job, jobCommand(t)...); err != nil {
+		install(t, renderChart(t, withWindows(alwaysOpen)))
+		if out, err := kubectlAs(job, args...); err != nil {
 			t.Fatalf("the job's tick failed: %v\n%s", err, out)
 		}
 		for _, a := range apps {
@@ -191,7 +233,7 @@ func TestWindowJob(t *testing.T) {
 		for _, a := range apps {
 			stored[a] = a.storedState()
 		}
-		if out, err := kubectlAs(job, jobCommand(t)...); err != nil {
+		if out, err := kubectlAs(job, args...); err != nil {
 			t.Fatalf("the job's second tick failed: %v\n%s", err, out)
 		}
 		for _, a := range apps {
@@ -203,8 +245,7 @@ func TestWindowJob(t *testing.T) {
 
 	t.Run("inside a window that spreads its releases the job releases two held workloads at different ticks, each from its own slot", func(t *testing.T) {
 		const spread = 24 * 60
-		install(t, "policy.yaml")
-		job := installJob(t)
+		job, args := installJob(t, closedWindow())
 		// Two held workloads whose slots leave a tick before the first, and a minute to spare
 		// between them: the clock may pass a minute between a tick's window and its write.
 		var first, second *app
@@ -232,10 +273,8 @@ func TestWindowJob(t *testing.T) {
 		}
 		tick := func(minutesAgo int) (string, time.Time) {
 			windows, start := openedAgo(minutesAgo, spread)
-			install(t, policyWithSettings(t, "policy.yaml", func(policy map[string]any) {
-				policy["spec"].(map[string]any)["settings"] = map[string]any{"mode": "defer", "maintenanceWindows": windows}
-			}))
-			out, err := kubectlAs(job, jobCommand(t)...)
+			install(t, renderChart(t, withWindows(windows)))
+			out, err := kubectlAs(job, args...)
 			if err != nil {
 				t.Fatalf("the job's tick failed: %v\n%s", err, out)
 			}
@@ -288,11 +327,7 @@ func TestWindowJob(t *testing.T) {
 	})
 
 	t.Run("the job's token cannot change anything else, inside a window or out", func(t *testing.T) {
-		open := policyWithSettings(t, "policy.yaml", func(policy map[string]any) {
-			policy["spec"].(map[string]any)["settings"] = map[string]any{"mode": "defer", "maintenanceWindows": alwaysOpen}
-		})
-		install(t, "policy.yaml")
-		job := installJob(t)
+		job, _ := installJob(t, closedWindow())
 		jobConfig, err := clientcmd.BuildConfigFromFlags("", job)
 		if err != nil {
 			t.Fatal(err)
@@ -312,6 +347,25 @@ func TestWindowJob(t *testing.T) {
 				"a release that scales": `{` + release + `,"spec":{"paused":false,"replicas":10}}`,
 			},
 		}
+		// A StatefulSet whose owner set partition 2 before the bind: restage-gate remembers that
+		// strategy, and a release that restores another partition is refused.
+		for _, k := range kinds {
+			if k.Kind != "StatefulSet" {
+				continue
+			}
+			a := newApp(t, k)
+			a.mustKubectl("patch", k.resourceName(a.name), "--type", "merge", "-p", `{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":2}}}}`)
+			a.bind("orders-db")
+			a.settled("the bind")
+			if !a.held() {
+				t.Fatalf("the partitioned StatefulSet is not held: %s", describe(a))
+			}
+			if remembered := a.object().GetAnnotations()["restage-gate.io/original-update-strategy"]; !strings.Contains(remembered, `"partition":2`) {
+				t.Fatalf("restage-gate remembers %s, not the owner's partition 2", remembered)
+			}
+			apps = append(apps, a)
+		}
+		partitioned := apps[len(apps)-1]
 		common := map[string]string{
 			"a change of replicas":  `{"spec":{"replicas":7}}`,
 			"another label":         `{"metadata":{"labels":{"team":"attacker"}}}`,
@@ -319,7 +373,7 @@ func TestWindowJob(t *testing.T) {
 		}
 		for _, windowOpen := range []bool{false, true} {
 			if windowOpen {
-				install(t, open)
+				install(t, renderChart(t, withWindows(alwaysOpen)))
 			}
 			for _, a := range apps {
 				writes := map[string]string{}
@@ -331,6 +385,11 @@ func TestWindowJob(t *testing.T) {
 				}
 				for name, patch := range attacks[a.kind.Kind] {
 					writes[name] = patch
+				}
+				if a == partitioned {
+					// partition 2 is what it remembers
+					delete(writes, "a release with another partition")
+					writes["a release with partition 0 where partition 2 is remembered"] = `{` + release + `,"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":0}}}}`
 				}
 				for name, patch := range writes {
 					before := a.storedState()
@@ -354,6 +413,46 @@ func TestWindowJob(t *testing.T) {
 		// Its token writes nothing outside the kinds it releases.
 		if out, err := kubectlAs(job, "-n", apps[0].namespace, "create", "configmap", "x", "--from-literal=a=b"); err == nil {
 			t.Errorf("the job's token created a config map:\n%s", out)
+		}
+	})
+
+	t.Run("a ServiceAccount of the job's name in another namespace, bound to its role, writes nothing", func(t *testing.T) {
+		_, args := installJob(t, closedWindow())
+		apps := heldApps(t)
+		install(t, renderChart(t, withWindows(alwaysOpen)))
+		const elsewhere = "restage-gate-elsewhere"
+		t.Cleanup(func() {
+			_, _ = kubectl("delete", "clusterrolebinding", elsewhere, "--ignore-not-found")
+			_, _ = kubectl("delete", "namespace", elsewhere, "--ignore-not-found", "--wait=false")
+		})
+		for _, c := range [][]string{
+			{"create", "namespace", elsewhere},
+			{"create", "serviceaccount", jobServiceAccount, "-n", elsewhere},
+			{"create", "clusterrolebinding", elsewhere, "--clusterrole=" + jobServiceAccount, "--serviceaccount=" + elsewhere + ":" + jobServiceAccount},
+		} {
+			if out, err := kubectl(c...); err != nil {
+				t.Fatalf("kubectl %s: %v\n%s", strings.Join(c, " "), err, out)
+			}
+		}
+		other := tokenConfig(t, elsewhere, jobServiceAccount)
+		stored := map[*app]string{}
+		for _, a := range apps {
+			stored[a] = a.storedState()
+		}
+		// The job's own command, inside a window: from the job's namespace it releases.
+		out, err := kubectlAs(other, args...)
+		if err == nil {
+			t.Fatalf("the job's command ran as %s/%s:\n%s", elsewhere, jobServiceAccount, out)
+		}
+		for _, want := range []string{"ValidatingAdmissionPolicy 'restage-gate-window-release'", "writes from the namespace " + jobNamespace + " only"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the refusal does not say %q:\n%s", want, out)
+			}
+		}
+		for _, a := range apps {
+			if got := a.storedState(); got != stored[a] || !a.held() {
+				t.Errorf("%s: changed by another namespace's account:\nbefore %s\nafter  %s", a.kind.Kind, stored[a], got)
+			}
 		}
 	})
 }

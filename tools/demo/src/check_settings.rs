@@ -1,7 +1,7 @@
-//! `make check-settings POLICY=FILE`: the settings of every Kubewarden policy in a manifest
-//! file, checked by the built module before the policy server sees them. A policy server
-//! refuses every request to a policy whose settings its module refuses, in monitor mode too,
-//! and the webhook's `failurePolicy: Ignore` does not apply, since the server does answer.
+//! `make check-settings POLICY=FILE` (or `VALUES=FILE`, on the chart's rendering): the settings
+//! of every Kubewarden policy in a manifest file, checked by the built module before the policy
+//! server sees them. A policy server does not start with a policy whose settings its module
+//! refuses (docs/install.md, "Check settings").
 
 use std::io::Write;
 use std::path::Path;
@@ -84,7 +84,8 @@ pub fn check(
         0 => Ok(()),
         _ => Err(format!(
             "the module refuses the settings of {refused} of the {} policies in {shown}: a policy \
-             server would refuse every request to them; fix the settings before applying {shown}",
+             server would not start with them (docs/install.md, \"Check settings\"); fix the settings \
+             before applying {shown}",
             policies.len()
         )),
     }

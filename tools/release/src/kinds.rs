@@ -1,11 +1,13 @@
 //! What users read about the kinds the module holds, generated from the kinds table
 //! (`restage_gate::workload::KINDS`, handed in as [`HeldKind`]s): the webhook rules of
-//! `metadata.yml` and of the install manifests (one rule per API group), the Artifact Hub
-//! resources, `window-release.yaml`'s resources, RBAC rules, admission policy match and per-kind
-//! control maps (each control's field, held value, remembered annotation, default and keys), the
-//! install guide's webhook example, the uninstall procedure's commands and the lists of kinds in
-//! README.md and docs/install.md. `make kinds` writes them; `make test` fails while one is stale
-//! (`tools/release/tests/kinds.rs`).
+//! `metadata.yml` and of the chart's policies (one rule per API group), the Artifact Hub
+//! resources, the chart's window job (its resources, RBAC rules, admission policy match and
+//! per-kind control maps: each control's field, held value, remembered annotation, default and
+//! keys; and a job template per group of custom resources), the install guide's webhook
+//! example, the uninstall procedure's commands and the lists of kinds in README.md and
+//! docs/install.md. `make kinds` writes them, and `make manifests` renders the top-level
+//! manifests from the chart; `make test` fails while one is stale (`tools/release/tests/kinds.rs`,
+//! `make check-chart`).
 //!
 //! YAML is edited in place, the text under a key replaced and its comments kept. In Markdown a
 //! list in prose sits between `<!-- kinds:FORM -->` and `<!-- /kinds -->` (FORM says how it is
@@ -154,10 +156,20 @@ pub fn served_everywhere(group: &str) -> bool {
     !group.contains('.')
 }
 
-/// The manifest of the window job for `group` when not every cluster serves it.
+/// The manifest of the window job for `group` when not every cluster serves it (the top-level
+/// file, rendered from the chart's template of the same name under [`CHART_TEMPLATES`]).
 pub fn window_release_file(group: &str) -> Option<String> {
     (!served_everywhere(group)).then(|| format!("window-release-{group}.yaml"))
 }
+
+/// The chart's templates, from the top of the repository.
+pub const CHART_TEMPLATES: &str = "charts/restage-gate/templates";
+/// The chart's helpers: the webhook rules every policy shares.
+pub const CHART_HELPERS: &str = "charts/restage-gate/templates/_helpers.tpl";
+/// The chart's window job: ServiceAccount, ClusterRole, CronJob and admission policy.
+pub const CHART_WINDOW_RELEASE: &str = "charts/restage-gate/templates/window-release.yaml";
+/// The window job's permission, applied after its admission policy.
+pub const WINDOW_RELEASE_BINDING: &str = "window-release-binding.yaml";
 
 /// The kinds by API group, groups in the order the table first names them.
 pub fn groups(kinds: &[HeldKind]) -> Vec<Group<'_>> {
@@ -183,14 +195,12 @@ pub fn groups(kinds: &[HeldKind]) -> Vec<Group<'_>> {
     out
 }
 
-/// The files `make kinds` writes, from the top of the repository, besides the window job's
-/// manifest for each group that not every cluster serves ([`Group::window_release_file`]).
-pub const FILES: [&str; 9] = [
+/// The files `make kinds` writes, from the top of the repository, besides the chart's window
+/// job template for each group that not every cluster serves ([`Group::window_release_file`]).
+pub const FILES: [&str; 7] = [
     "metadata.yml",
-    "policy.yaml",
-    "guard.yaml",
-    "monitor.yaml",
-    "window-release.yaml",
+    CHART_HELPERS,
+    CHART_WINDOW_RELEASE,
     "artifacthub-pkg.yml",
     "README.md",
     "docs/install.md",
@@ -205,18 +215,18 @@ pub struct Generated {
     pub wanted: Option<String>,
 }
 
-/// `window-release-*.yaml` under `root`: the window jobs of groups not every cluster serves.
-/// What the header of every window job manifest this generator writes says.
-const GENERATED_BY: &str = "# Written by `make kinds` from the CronJob of window-release.yaml";
+/// What the first line of every window job template this generator writes says.
+const GENERATED_BY: &str = "{{- /* Written by `make kinds` from the kinds table";
 
-fn window_release_group_files(root: &Path) -> Result<Vec<String>, String> {
-    let entries = std::fs::read_dir(root).map_err(|e| format!("{}: {e}", root.display()))?;
+/// `window-release-*.yaml` under `dir` that this generator wrote: the chart's window jobs of
+/// groups not every cluster serves (a file of anyone else's stays).
+fn window_release_group_files(dir: &Path) -> Result<Vec<String>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut out: Vec<String> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("window-release-") && n.ends_with(".yaml"))
-        // Only the files this generator wrote: a user's own window-release-*.yaml stays.
-        .filter(|n| repository::read(root, n).is_ok_and(|text| text.contains(GENERATED_BY)))
+        .filter(|n| repository::read(dir, n).is_ok_and(|text| text.contains(GENERATED_BY)))
         .collect();
     out.sort();
     Ok(out)
@@ -233,7 +243,6 @@ pub fn generate(
     }
     let mut out = Vec::new();
     let mut metadata_wanted = String::new();
-    let mut window_wanted = String::new();
     for file in FILES {
         let now = repository::read(root, file)?;
         let wanted = match file {
@@ -242,13 +251,8 @@ pub fn generate(
                 metadata_wanted = text.clone();
                 text
             }
-            "policy.yaml" | "guard.yaml" | "monitor.yaml" => {
-                replace_lists(&now, file, "rules:", |i| webhook_rules(kinds, i))?
-            }
-            "window-release.yaml" => {
-                window_wanted = window_release(&now, kinds)?;
-                window_wanted.clone()
-            }
+            CHART_HELPERS => replace_lists(&now, file, "rules:", |i| webhook_rules(kinds, i))?,
+            CHART_WINDOW_RELEASE => window_release(&now, kinds)?,
             "artifacthub-pkg.yml" => artifacthub(root, &metadata_wanted, &now)?,
             "README.md" => {
                 let text = prose(&now, file, kinds)?;
@@ -270,13 +274,14 @@ pub fn generate(
     }
     let mut wanted_groups = Vec::new();
     for g in groups(kinds) {
-        if let Some(file) = g.window_release_file() {
+        if let Some(own) = g.window_release_file() {
+            let file = format!("{CHART_TEMPLATES}/{own}");
             let now = root
                 .join(&file)
                 .exists()
                 .then(|| repository::read(root, &file))
                 .transpose()?;
-            let wanted = window_release_of_group(&window_wanted, &g)?;
+            let wanted = window_release_of_group(&g)?;
             wanted_groups.push(file.clone());
             out.push(Generated {
                 file,
@@ -285,7 +290,8 @@ pub fn generate(
             });
         }
     }
-    for file in window_release_group_files(root)? {
+    for own in window_release_group_files(&root.join(CHART_TEMPLATES))? {
+        let file = format!("{CHART_TEMPLATES}/{own}");
         if !wanted_groups.contains(&file) {
             let now = repository::read(root, &file)?;
             out.push(Generated {
@@ -485,45 +491,6 @@ fn replace_value(text: &str, file: &str, key: &str, value: &str) -> Result<Strin
     }
 }
 
-/// `text` with the lines after the one line that is `anchor` (trimmed) replaced: the `count`
-/// lines after it, or, with `count` None, those indented deeper than it.
-fn replace_after(
-    text: &str,
-    file: &str,
-    anchor: &str,
-    count: Option<usize>,
-    render: impl Fn(usize) -> String,
-) -> Result<String, String> {
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let at: Vec<usize> = (0..lines.len())
-        .filter(|&i| lines[i].trim() == anchor)
-        .collect();
-    let [at] = at[..] else {
-        return Err(format!(
-            "{file}: {} lines are `{anchor}`, one expected",
-            at.len()
-        ));
-    };
-    let indent = indent_of(lines[at]);
-    let mut end = at + 1;
-    match count {
-        Some(n) => end += n,
-        None => {
-            while end < lines.len()
-                && !lines[end].trim().is_empty()
-                && indent_of(lines[end]) > indent
-            {
-                end += 1;
-            }
-        }
-    }
-    let end = end.min(lines.len());
-    let mut out: String = lines[..=at].concat();
-    out.push_str(&render(indent));
-    out.push_str(&lines[end..].concat());
-    Ok(out)
-}
-
 /// A JSON value as a CEL literal.
 fn cel(value: &Value) -> String {
     match value {
@@ -572,15 +539,18 @@ fn spec_field(k: &HeldKind) -> Result<&str, String> {
     match &k.control[..] {
         [spec, field] if spec == "spec" => Ok(field),
         other => Err(format!(
-            "{}: its control {} is not a field of spec, which window-release.yaml's admission policy compares",
+            "{}: its control {} is not a field of spec, which the window job's admission policy compares",
             k.kind,
             other.join(".")
         )),
     }
 }
 
+/// The line of the chart's window job that names the resources its CronJob annotates.
+const JOB_RESOURCES: &str = "{{- $resources :=";
+
 fn window_release(text: &str, kinds: &[HeldKind]) -> Result<String, String> {
-    let file = "window-release.yaml";
+    let file = CHART_WINDOW_RELEASE;
     let groups = groups(kinds);
     let everywhere: Vec<&str> = groups
         .iter()
@@ -592,9 +562,12 @@ fn window_release(text: &str, kinds: &[HeldKind]) -> Result<String, String> {
             "{file}: no kind of a built-in API group for its CronJob to annotate"
         ));
     }
-    let text = replace_after(text, file, "- annotate", Some(1), |i| {
-        format!("{}- {}\n", " ".repeat(i), everywhere.join(","))
-    })?;
+    let text = replace_value(
+        text,
+        file,
+        JOB_RESOURCES,
+        &format!("\"{}\" }}}}", everywhere.join(",")),
+    )?;
     let text = replace_comment_list(&text, file, WINDOW_KINDS_ANCHOR, &window_kinds(&groups))?;
     let text = replace_lists(&text, file, "rules:", |i| rbac_rules(kinds, i))?;
     let text = replace_lists(&text, file, "resourceRules:", |i| webhook_rules(kinds, i))?;
@@ -655,7 +628,7 @@ fn window_release(text: &str, kinds: &[HeldKind]) -> Result<String, String> {
             format!("dyn({{{}}})", keys.join(", "))
         })
     })?;
-    expression(&text, "filledMembers", &|i| {
+    let text = expression(&text, "filledMembers", &|i| {
         cel_map(kinds, i, |k| {
             let keys: Vec<String> = objects(k)
                 .map(|c| {
@@ -675,7 +648,16 @@ fn window_release(text: &str, kinds: &[HeldKind]) -> Result<String, String> {
                 .collect();
             format!("dyn({{{}}})", keys.join(", "))
         })
-    })
+    })?;
+    // Helm reads `{{` as the start of a template action: CEL written there would not be CEL.
+    let variables = text.split("  variables:").nth(1).unwrap_or_default();
+    let variables = variables.split("  validations:").next().unwrap_or_default();
+    if variables.contains("{{") {
+        return Err(format!(
+            "{file}: a control map of the admission policy writes `{{{{`, which Helm would read as a template action"
+        ));
+    }
+    Ok(text)
 }
 
 /// The keys of a kind's control, members included, sorted as serde_json writes them (by bytes):
@@ -750,55 +732,42 @@ fn replace_comment_list(
 /// The longest name a CronJob may have (its Jobs' names add a suffix to it).
 const CRONJOB_NAME_MAX: usize = 52;
 
-/// The window job's manifest for a group not every cluster serves: the CronJob of
-/// `window-release.yaml` (as generated, in `main`), named for the group and annotating the
-/// group's resources only. kubectl fails on a resource type the cluster does not serve, and
-/// the kubectl image has no shell to test for it, so the group has its own job, applied only
-/// where its custom resources are installed; the service account, its permissions and the
-/// admission policy stay in `window-release.yaml`, which names every group.
-pub fn window_release_of_group(main: &str, g: &Group) -> Result<String, String> {
+/// The chart's template of the window job for a group not every cluster serves: the CronJob of
+/// the chart's window job (`restage-gate.windowJob`), named for the group and annotating the
+/// group's resources only, rendered only where the cluster serves the group. kubectl fails on a
+/// resource type the cluster does not serve, so the group has its own job; the service account,
+/// its permissions and the admission policy stay in `window-release.yaml`, which names every
+/// group.
+pub fn window_release_of_group(g: &Group) -> Result<String, String> {
     let own = g
         .window_release_file()
         .ok_or_else(|| format!("{}: every cluster serves it", g.group))?;
-    let job = main
-        .split("\n---\n")
-        .find(|d| d.lines().any(|l| l == "kind: CronJob"))
-        .ok_or("window-release.yaml: no CronJob")?;
-    let job: String = job
-        .split_inclusive('\n')
-        .skip_while(|l| l.starts_with('#'))
-        .collect();
-    let main_name = "  name: restage-gate-window-release";
     let name = format!("restage-gate-window-release-{}", g.group.replace('.', "-"));
     if name.len() > CRONJOB_NAME_MAX {
         return Err(format!(
             "{own}: its CronJob's name {name} is longer than {CRONJOB_NAME_MAX} characters"
         ));
     }
-    if job.lines().filter(|l| *l == main_name).count() != 1 {
-        return Err(format!(
-            "window-release.yaml: its CronJob has no one line `{main_name}`"
-        ));
-    }
-    let job = job.replacen(&format!("{main_name}\n"), &format!("  name: {name}\n"), 1);
-    let job = replace_after(&job, &own, "- annotate", Some(1), |i| {
-        format!("{}- {}\n", " ".repeat(i), g.resources().join(","))
-    })?;
     let kinds = g.kinds.iter().map(|k| (*k).clone()).collect::<Vec<_>>();
     let kinds = list("kinds-and", &kinds)?;
-    let job = job.trim_end();
+    // One version is asked for: any of the group's is served where its CRD is installed.
+    let version = g.versions.first().ok_or("a group without a version")?;
     Ok(format!(
-        "# restage-gate: maintenance windows that act, for {kinds} of the API group {group}.
-# Written by `make kinds` from the CronJob of window-release.yaml, which annotates the kinds
-# of the built-in groups. kubectl fails on a resource type the cluster does not serve, so a
-# group of custom resources has its own job: apply this file after window-release.yaml (its
-# service account, permissions and admission policy cover {group} too), and only where
-# the cluster serves {group}. See docs/install.md (\"Maintenance windows that act\").
+        "{GENERATED_BY}: the window job of a group of custom resources. */ -}}}}
+{{{{- if and (include \"restage-gate.windowRelease\" .) (.Capabilities.APIVersions.Has \"{group}/{version}\") }}}}
+# restage-gate: maintenance windows that act, for {kinds} of the API group {group}.
+# kubectl fails on a resource type the cluster does not serve, so a group of custom resources
+# has its own job, rendered from charts/restage-gate only where the cluster serves the group:
+# apply this file after window-release.yaml (its service account, permissions and admission
+# policy cover {group} too), and only where the cluster serves {group}. See
+# docs/install.md (\"Maintenance windows that act\").
 #
 #   kubectl apply -f {own}
-{job}
+{{{{ include \"restage-gate.windowJob\" (dict \"root\" . \"name\" \"{name}\" \"resources\" \"{resources}\") }}}}
+{{{{- end }}}}
 ",
-        group = g.group
+        group = g.group,
+        resources = g.resources().join(","),
     ))
 }
 
@@ -1006,10 +975,13 @@ fn readme_blocks(text: &str, kinds: &[HeldKind], markers: &Markers) -> Result<St
     replace_block(&text, file, "apply-now", &apply_now_block(kinds, markers))
 }
 
-/// The command that removes the window jobs: `window-release.yaml` and the manifest of each
-/// group not every cluster serves, whichever were applied.
+/// The command that removes the window jobs: their permission first, then `window-release.yaml`
+/// and the manifest of each group not every cluster serves, whichever were applied.
 fn window_release_delete(kinds: &[HeldKind]) -> String {
-    let mut files = vec!["window-release.yaml".to_string()];
+    let mut files = vec![
+        WINDOW_RELEASE_BINDING.to_string(),
+        "window-release.yaml".to_string(),
+    ];
     files.extend(groups(kinds).iter().filter_map(|g| g.window_release_file()));
     let files: Vec<String> = files.iter().map(|f| format!("-f {f}")).collect();
     format!("kubectl delete {} --ignore-not-found\n", files.join(" "))

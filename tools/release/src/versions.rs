@@ -22,6 +22,10 @@ pub fn cargo_version(cargo_toml: &str) -> Option<String> {
     })
 }
 
+/// The chart's metadata, and its values, whose `module:` names the release.
+const CHART: &str = "charts/restage-gate/Chart.yaml";
+const CHART_VALUES: &str = "charts/restage-gate/values.yaml";
+
 /// Every place whose version disagrees with Cargo.toml's, as "file: what is wrong".
 pub fn disagreements(root: &Path) -> Vec<String> {
     let read = |name: &str| crate::repository::read(root, name);
@@ -67,6 +71,22 @@ pub fn disagreements(root: &Path) -> Vec<String> {
         }
         Err(e) => out.push(e),
     }
+    // The chart is released with the module: its version and appVersion are the module's.
+    match read(CHART)
+        .and_then(|t| serde_yaml::from_str::<Value>(&t).map_err(|e| format!("{CHART}: {e}")))
+    {
+        Ok(chart) => {
+            for field in ["version", "appVersion"] {
+                if chart[field].as_str() != Some(cargo.as_str()) {
+                    out.push(format!(
+                        "{CHART}: {field} is {}, Cargo.toml says {cargo:?}",
+                        chart[field]
+                    ));
+                }
+            }
+        }
+        Err(e) => out.push(e),
+    }
     let manifests = match crate::manifests::cluster_policies(root) {
         Ok(policies) => {
             let mut files: Vec<String> = policies.into_iter().map(|p| p.file).collect();
@@ -81,7 +101,7 @@ pub fn disagreements(root: &Path) -> Vec<String> {
     for file in manifests
         .iter()
         .map(String::as_str)
-        .chain([crate::manifests::STANDALONE])
+        .chain([crate::manifests::STANDALONE, CHART_VALUES])
     {
         match read(file) {
             Ok(text) => {
@@ -288,6 +308,8 @@ mod tests {
             "guard.yaml",
             "monitor.yaml",
             "docs/policies.yml",
+            CHART_VALUES,
+            CHART,
         ] {
             let dir = std::env::temp_dir().join(format!(
                 "restage-gate-versions-{}-{}",
@@ -295,7 +317,10 @@ mod tests {
                 retagged.replace('/', "-")
             ));
             std::fs::create_dir_all(dir.join("docs")).expect("temp dir");
+            std::fs::create_dir_all(dir.join("charts/restage-gate")).expect("temp dir");
             for name in [
+                CHART,
+                CHART_VALUES,
                 "Cargo.toml",
                 "metadata.yml",
                 "artifacthub-pkg.yml",
@@ -306,7 +331,11 @@ mod tests {
             ] {
                 let text = repository::read(&root(), name).expect("project file");
                 let text = if name == retagged {
-                    text.replacen(":v0.", ":v9.", 1)
+                    text.replacen(":v0.", ":v9.", 1).replacen(
+                        "appVersion: \"0.",
+                        "appVersion: \"9.",
+                        1,
+                    )
                 } else {
                     text
                 };
@@ -315,8 +344,13 @@ mod tests {
             let problems = disagreements(&dir);
             let _ = std::fs::remove_dir_all(&dir);
             assert_eq!(problems.len(), 1, "{problems:?}");
+            let wrong = if retagged == CHART {
+                "appVersion is"
+            } else {
+                "module: registry://"
+            };
             assert!(
-                problems[0].starts_with(&format!("{retagged}: module: registry://")),
+                problems[0].starts_with(&format!("{retagged}: {wrong}")),
                 "{problems:?}"
             );
         }

@@ -56,6 +56,9 @@ fn markers() -> Markers {
 /// Writes `f` as the kinds table makes it under `dir`: its text, or no file.
 fn write(dir: &Path, f: &generated::Generated) {
     let path = dir.join(&f.file);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap_or_else(|e| panic!("{}: {e}", f.file));
+    }
     match &f.wanted {
         Some(text) => std::fs::write(&path, text),
         None => std::fs::remove_file(&path),
@@ -206,7 +209,7 @@ fn a_kind_of_another_group_gets_its_own_rule_and_uninstall_commands_in_every_fil
     table.push(widget());
     let files = generated::generate(&root(), &table, &markers()).expect("generated");
     // Another group's own window job is the one file the new kind leaves as it is.
-    let others = |file: &str| file.starts_with("window-release-") && !file.contains("example.test");
+    let others = |file: &str| file.contains("/window-release-") && !file.contains("example.test");
     for f in files.iter().filter(|f| !others(&f.file)) {
         assert_ne!(f.now, f.wanted, "{}: the new kind is not written", f.file);
     }
@@ -295,71 +298,46 @@ fn a_kind_of_another_group_gets_its_own_rule_and_uninstall_commands_in_every_fil
     }
 }
 
-/// The window job of a group that not every cluster serves is its own manifest: the CronJob
-/// of window-release.yaml on that group's resources, and window-release.yaml's job leaves
-/// them out, since kubectl fails on a resource type the cluster does not serve; the role and
-/// the admission policy of window-release.yaml cover every group.
+/// The window job of a group that not every cluster serves is its own chart template: the
+/// chart's CronJob on that group's resources, rendered where the cluster serves the group, and
+/// the built-in job leaves them out, since kubectl fails on a resource type the cluster does not
+/// serve; the role and the admission policy of the chart's window job cover every group.
 #[test]
 fn a_group_of_custom_resources_gets_its_own_window_job_and_the_built_in_job_leaves_it_out() {
     let mut table = held();
     table.push(widget());
     let files = generated::generate(&root(), &table, &markers()).expect("generated");
-    let window = text(&files, "window-release.yaml");
-    assert!(
-        window.contains("                - statefulsets,daemonsets,deployments\n"),
-        "{window}"
+    let window = text(&files, generated::CHART_WINDOW_RELEASE);
+    for want in [
+        "{{- $resources := \"statefulsets,daemonsets,deployments\" }}\n",
+        "'widgets': dyn(true)}[request.resource.resource]",
+        "#   Widgets (example.test): by the CronJob of window-release-example.test.yaml, applied where the group is served\n",
+        "  - apiGroups: [\"example.test\"]\n    resources: [\"widgets\"]\n    verbs: [\"list\", \"patch\"]\n",
+    ] {
+        assert!(window.contains(want), "{want}\n{window}");
+    }
+    let own_file = format!(
+        "{}/window-release-example.test.yaml",
+        generated::CHART_TEMPLATES
     );
-    assert!(
-        window.contains("'widgets': dyn(true)}[request.resource.resource]"),
-        "{window}"
-    );
-    assert!(
-        window.contains(
-            "#   Widgets (example.test): by the CronJob of window-release-example.test.yaml, applied where the group is served\n"
-        ),
-        "{window}"
-    );
-    let documents = |name: &str| {
-        repository::yaml_documents(name, text(&files, name)).unwrap_or_else(|e| panic!("{e}"))
-    };
-    let main = documents("window-release.yaml");
-    let of_kind = |docs: &[Value], kind: &str| -> Value {
-        let found: Vec<&Value> = docs.iter().filter(|d| d["kind"] == kind).collect();
-        assert_eq!(found.len(), 1, "one {kind}");
-        found[0].clone()
-    };
-    let role = of_kind(&main, "ClusterRole");
-    assert!(
-        role["rules"]
-            .as_array()
-            .expect("rules")
-            .iter()
-            .any(|r| r["apiGroups"] == json!(["example.test"])
-                && r["resources"] == json!(["widgets"])),
-        "{role}"
-    );
-    let own = documents("window-release-example.test.yaml");
-    assert_eq!(own.len(), 1, "the group's manifest holds its CronJob only");
-    let mut job = own[0].clone();
-    assert_eq!(job["kind"], "CronJob");
-    assert_eq!(
-        job["metadata"]["name"],
-        "restage-gate-window-release-example-test"
-    );
-    let container = &mut job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
-    assert_eq!(container["args"][1], "widgets");
-    // otherwise the job of window-release.yaml, run by the same service account
-    container["args"][1] = json!("statefulsets,daemonsets,deployments");
-    job["metadata"]["name"] = json!("restage-gate-window-release");
-    assert_eq!(job, of_kind(&main, "CronJob"));
+    let own = text(&files, &own_file);
+    for want in [
+        "(.Capabilities.APIVersions.Has \"example.test/v1alpha1\")",
+        "{{ include \"restage-gate.windowJob\" (dict \"root\" . \"name\" \"restage-gate-window-release-example-test\" \"resources\" \"widgets\") }}\n",
+        "#   kubectl apply -f window-release-example.test.yaml\n",
+    ] {
+        assert!(own.contains(want), "{want}\n{own}");
+    }
+    // the same CronJob as the built-in groups', by the one template
+    assert_eq!(own.matches("restage-gate.windowJob").count(), 1, "{own}");
 
-    // removed again from the table: its manifest is to go
+    // removed again from the table: its template is to go
     let dir = Scratch::of(&files, "kinds-removed");
     let again = generated::generate(&dir.0, &held(), &markers()).expect("generated");
     let stale = again
         .iter()
-        .find(|f| f.file == "window-release-example.test.yaml")
-        .expect("the group's manifest is looked at");
+        .find(|f| f.file == own_file)
+        .expect("the group's template is looked at");
     assert!(stale.now.is_some() && stale.wanted.is_none());
 }
 

@@ -437,7 +437,7 @@ fn the_jobs_annotation_stored_as_sent_is_allowed() {
 }
 
 #[test]
-fn writes_of_any_other_identity_are_not_matched() {
+fn writes_of_other_accounts_are_not_matched() {
     let policy = AdmissionPolicy::of_manifest();
     for kind in kinds() {
         let old = held_workload(kind);
@@ -446,12 +446,46 @@ fn writes_of_any_other_identity_are_not_matched() {
         });
         for user in [
             "system:serviceaccount:cf:korifi-controllers-controller-manager",
-            "system:serviceaccount:default:restage-gate-window-release",
             "system:serviceaccount:kubewarden:restage-gate-window-release-2",
+            "system:serviceaccount:kubewarden:my-restage-gate-window-release",
+            "restage-gate-window-release",
         ] {
             let mut review = job_request(&old, &changed);
             review["userInfo"]["username"] = json!(user);
             assert_eq!(policy.review(&review), Ok(Verdict::NotMatched), "{user}");
+        }
+    }
+}
+
+/// A ServiceAccount of the job's name in another namespace, bound to the job's role by mistake,
+/// is matched and refused whatever it writes, the write the job itself may make included: it
+/// is never let through unconfined.
+#[test]
+fn the_jobs_account_name_in_another_namespace_is_refused_whatever_it_writes() {
+    let policy = AdmissionPolicy::of_manifest();
+    let user = "system:serviceaccount:default:restage-gate-window-release";
+    for kind in kinds() {
+        let old = held_workload(kind);
+        let nothing = through_restage_gate(&old, &job_write(&old), OUTSIDE_WINDOWS);
+        let release = through_restage_gate(&old, &job_write(&old), IN_WINDOW);
+        let label = with(old.clone(), |o| {
+            set(o, "/metadata/labels/team", json!("payments"))
+        });
+        for stored in [nothing, release, label] {
+            assert_eq!(verdict(&old, &stored), {
+                let mut review = job_request(&old, &stored);
+                review["userInfo"]["username"] = json!(job_identity());
+                policy.review(&review).expect("reviewed")
+            });
+            let mut review = job_request(&old, &stored);
+            review["userInfo"]["username"] = json!(user);
+            let Ok(Verdict::Denied(message)) = policy.review(&review) else {
+                panic!("{kind}: {user} was not refused");
+            };
+            let want = format!(
+                "restage-gate-window-release writes from the namespace kubewarden only; {user} may not write "
+            );
+            assert!(message.starts_with(&want), "{message}");
         }
     }
 }

@@ -20,6 +20,17 @@ fn documents() -> Vec<Value> {
     repository::yaml_documents(FILE, &text).expect("YAML")
 }
 
+/// The window job's ClusterRoleBinding, in a file of its own: applied after the admission
+/// policy of `window-release.yaml`.
+fn binding_document() -> Value {
+    let file = kinds::WINDOW_RELEASE_BINDING;
+    let text = repository::read(&root(), file).expect("the binding's manifest");
+    let mut docs = repository::yaml_documents(file, &text).expect("YAML");
+    assert_eq!(docs.len(), 1, "{file}: the ClusterRoleBinding only");
+    assert_eq!(docs[0]["kind"], "ClusterRoleBinding", "{file}");
+    docs.remove(0)
+}
+
 /// The one document of `kind`.
 fn document(kind: &str) -> Value {
     let mut found: Vec<Value> = documents()
@@ -106,9 +117,9 @@ fn the_job_annotates_every_held_workload_of_the_built_in_groups_with_one_kubectl
     assert_eq!(container["args"], annotate_args(&built_in));
 }
 
-/// kubectl fails on a resource type the cluster does not serve, and the kubectl image has no
-/// shell to ask first: the kinds of a group whose CRD may be missing are annotated by a CronJob
-/// of their own, in their own manifest, applied only where the group is served. It is the
+/// kubectl fails on a resource type the cluster does not serve: the kinds of a group whose CRD
+/// may be missing are annotated by a CronJob of their own, in their own manifest, which the
+/// chart renders only where the group is served, so a job fails only for its own group. It is the
 /// CronJob of window-release.yaml, on the group's resources, run by the same service account,
 /// whose role and admission policy name every group.
 #[test]
@@ -150,6 +161,7 @@ fn every_window_job_manifest_is_for_a_group_of_custom_resources_the_policy_holds
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("window-release-") && n.ends_with(".yaml"))
+        .filter(|n| n != kinds::WINDOW_RELEASE_BINDING)
         .collect();
     for file in &found {
         assert!(
@@ -247,7 +259,7 @@ fn the_job_runs_as_the_identity_the_role_binds_and_the_admission_policy_confines
     );
     assert_eq!(job_identity(), identity);
 
-    let binding = document("ClusterRoleBinding");
+    let binding = binding_document();
     assert_eq!(
         binding["subjects"],
         json!([{"kind": "ServiceAccount", "name": account["metadata"]["name"],
@@ -260,10 +272,17 @@ fn the_job_runs_as_the_identity_the_role_binds_and_the_admission_policy_confines
     );
 
     let policy = document("ValidatingAdmissionPolicy");
+    let name = account["metadata"]["name"].as_str().expect("name");
     assert_eq!(
         policy["spec"]["matchConditions"],
         json!([{"name": "window-release-job",
-                "expression": format!("request.userInfo.username == '{identity}'")}])
+                "expression": format!("request.userInfo.username.startsWith('system:serviceaccount:') && request.userInfo.username.endsWith(':{name}')")}]),
+        "the account's name in every namespace"
+    );
+    assert_eq!(
+        policy["spec"]["validations"][0]["expression"],
+        json!(format!("request.userInfo.username == '{identity}'")),
+        "the job's own namespace only"
     );
     let policy_binding = document("ValidatingAdmissionPolicyBinding");
     assert_eq!(
@@ -318,4 +337,21 @@ fn the_policy_yaml_holds_the_kinds_the_job_annotates() {
         .flat_map(|r| r["resources"].as_array().into_iter().flatten())
         .collect();
     assert_eq!(json!(ruled), json!(held_resources()), "{rules}");
+}
+
+/// The job's permission is bound in a file of its own, applied once the admission policy of
+/// `window-release.yaml` is in force: that file binds nothing.
+#[test]
+fn the_jobs_permission_is_bound_apart_from_its_admission_policy() {
+    for doc in documents() {
+        assert!(
+            doc["kind"] != "ClusterRoleBinding" && doc["kind"] != "RoleBinding",
+            "{FILE} binds {}",
+            doc["metadata"]["name"]
+        );
+    }
+    assert_eq!(
+        binding_document()["roleRef"]["name"],
+        document("ClusterRole")["metadata"]["name"]
+    );
 }
