@@ -2,6 +2,7 @@
 //! object from its own slot when the window spreads its releases.
 
 use std::fmt;
+use std::hash::Hasher;
 
 use crate::clock::UtcTime;
 
@@ -96,12 +97,10 @@ impl Window {
 /// not std's hasher: a slot must not move between releases or Rust versions, and an operator
 /// can compute it with any FNV implementation.
 pub fn slot(uid: Option<&str>, spread: u16) -> u16 {
-    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
     let Some(uid) = uid else { return 0 };
-    let hash = uid
-        .bytes()
-        .fold(OFFSET_BASIS, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME));
+    let mut hasher = fnv::FnvHasher::default();
+    hasher.write(uid.as_bytes());
+    let hash = hasher.finish();
     // the remainder is below `spread`, a u16
     (hash % u64::from(spread.max(1))) as u16
 }
