@@ -23,8 +23,25 @@ mod raw;
 /// The reference the fast path is checked against (tests and the differential fuzz target).
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;
-#[cfg(test)]
-mod tests;
+
+/// What the black-box test crate (e2e-tests/validate) calls below `validate`, one part at a
+/// time: the decision table, the request's reader, the settings, the template's reading.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::policy::{decide, Admission};
+    pub use crate::raw::{Node, Reach, Shape, Tree};
+    pub use crate::response::{edit, BEFORE_SLOT, NO_WINDOW};
+    pub use crate::settings::Settings;
+    pub use crate::template::insertion::compare;
+    pub use crate::view::{at, items};
+
+    /// An object's JSON as the policy reads a request's `oldObject`: the members its read plan
+    /// names, `status` included.
+    pub fn read_as_old_object(text: &str) -> Option<serde_json::Value> {
+        crate::raw::read_object(text, &crate::policy::read_plan(), true).map(|o| o.read)
+    }
+}
 
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;

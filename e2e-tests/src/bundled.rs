@@ -36,8 +36,8 @@ pub fn bundled_request_paths() -> Vec<PathBuf> {
 }
 
 /// A workload of `kind` held with the `orders-db` binding pending, as restage-gate leaves it.
-pub fn held_workload(kind: &str) -> Value {
-    held_from(fixtures::unbound(kind))
+pub fn held_workload(kind: &dyn restage_gate::workload::Workload) -> Value {
+    held_from(kinds::unbound(kind))
 }
 
 /// `unbound` bound to `orders-db` and held with it pending, as restage-gate leaves it.

@@ -15,7 +15,7 @@ use restage_gate_evaluation::admission::Outcome;
 use restage_gate_evaluation::guest::Guest;
 use restage_gate_testkit::admission::{request, validation_request};
 use restage_gate_testkit::edit::with;
-use restage_gate_testkit::fixtures::{self, cache_binding, daemonset, deployment, orders_binding};
+use restage_gate_testkit::fixtures::{cache_binding, daemonset, deployment, orders_binding};
 use restage_gate_testkit::hold::{annotation_path, held, label_path};
 use restage_gate_testkit::kinds::{self, Descriptor};
 use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
@@ -706,8 +706,8 @@ fn module_never_refuses_a_secret_removal_and_never_pauses_an_owners_resume() {
     for d in kinds::every() {
         let kind = d.name();
         let w = d.fixture();
-        let bound = || bind(fixtures::unbound(kind), &orders);
-        let ledger = || attach(fixtures::unbound(kind), "ledger", "ledger-secret");
+        let bound = || bind(d.fixture(), &orders);
+        let ledger = || attach(d.fixture(), "ledger", "ledger-secret");
         let ledger_switched = || switch_secret(ledger(), "ledger", "ledger-secret-2");
         let removed = format!("binding orders-db removed; {not_refused}");
         let switched_away =

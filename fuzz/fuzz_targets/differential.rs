@@ -13,7 +13,6 @@ use restage_gate::clock::UtcTime;
 use restage_gate::markers::{MARKER_PREFIX, RELEASE_ANNOTATION, RELEASE_IN_WINDOW};
 use restage_gate::workload::kinds;
 use restage_gate_testkit::admission::{request_for, validation_request};
-use restage_gate_testkit::fixtures;
 use restage_gate_testkit::hold::held_remembering;
 use restage_gate_testkit::kinds::{self as descriptors, Owner};
 use restage_gate_testkit::projector::{bind, project_vmware, unbind, Binding};
@@ -337,7 +336,7 @@ fn base(kind: &str) -> &'static Value {
     static BASES: OnceLock<Vec<(String, Value)>> = OnceLock::new();
     let bases = BASES.get_or_init(|| {
         kinds()
-            .map(|k| (k.kind().to_string(), fixtures::unbound(k.kind())))
+            .map(|k| (k.kind().to_string(), descriptors::unbound(k)))
             .collect()
     });
     &bases

@@ -143,10 +143,10 @@ impl Tree for Value {
         self == other
     }
 }
-pub(crate) use tree::Node;
+pub use tree::Node;
 
 /// One object from its JSON text, read as `plan` says (its `status` too when `status` is set).
-#[cfg(test)]
+#[cfg(any(test, feature = "internals"))]
 pub(crate) fn read_object<'a>(
     text: &'a str,
     plan: &ReadPlan,

@@ -26,7 +26,7 @@ use super::{Reach, Shape, Tree};
 /// A JSON value whose strings are borrowed where the request has them unescaped, and whose
 /// unread members are raw.
 #[derive(Debug, Clone)]
-pub(crate) enum Node<'a> {
+pub enum Node<'a> {
     /// A member the shape does not read, as the request has it.
     Raw(&'a RawValue),
     /// A value read when first asked for (`Reach::WhenAsked`), as the request has it, and as
@@ -56,7 +56,7 @@ impl<'a> Node<'a> {
     /// A pod template from JSON text, read as deep as `shape` says; `None` when it is not JSON
     /// (or a number is out of range where the template is read; a value read when asked for
     /// that does not read as a tree stays its text, compared as such).
-    pub(crate) fn template(text: &'a str, shape: &'static Shape) -> Option<Node<'a>> {
+    pub fn template(text: &'a str, shape: &'static Shape) -> Option<Node<'a>> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let node = template_seed(shape).deserialize(&mut deserializer).ok()?;
         deserializer.end().ok()?;

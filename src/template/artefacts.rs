@@ -35,7 +35,7 @@ pub const DEFAULT_ROOT: &str = "/bindings";
 /// env vars and mounts the members the functions below look at. Volumes, env vars and mounts
 /// are read when first looked into: most are the same text in both templates, and are never
 /// looked into.
-pub(crate) static TEMPLATE_SHAPE: Shape =
+pub static TEMPLATE_SHAPE: Shape =
     Shape::object(&[("metadata", Shaped(&METADATA)), ("spec", Shaped(&POD))]);
 static METADATA: Shape = Shape::object(&[("annotations", Whole)]);
 static POD: Shape = Shape::object(&[

@@ -314,11 +314,22 @@ mod tests {
     use super::*;
     use crate::raw::{Node, Reach, Shape};
     use crate::template::artefacts::TEMPLATE_SHAPE;
-    use crate::tests::{fixture, template_of};
+    use crate::template::fixtures::{fixture, set, template_of};
     use serde_json::{json, Value};
 
     fn kind(old: &Value, new: &Value) -> ChangeKind {
         classify(old, new, &ArtefactRules::default()).kind
+    }
+
+    fn push(doc: &mut Value, pointer: &str, value: Value) {
+        let list = doc.pointer_mut(pointer).and_then(Value::as_array_mut);
+        list.expect("a list").push(value);
+    }
+
+    fn remove(doc: &mut Value, pointer: &str) {
+        let (parent, key) = pointer.rsplit_once('/').expect("a pointer");
+        let object = doc.pointer_mut(parent).and_then(Value::as_object_mut);
+        object.expect("an object").remove(key);
     }
 
     /// The shape a member of `shape` is read to.
@@ -469,7 +480,7 @@ mod tests {
         ];
         for (path, value) in edits {
             let mut new = old.clone();
-            crate::tests::set(&mut new, path, value);
+            set(&mut new, path, value);
             assert_eq!(kind(old, &new), ChangeKind::Restage, "{path}");
         }
     }
@@ -479,14 +490,14 @@ mod tests {
         let bound = fixture("statefulset-1-bound-upsi.json");
         let old = template_of(&bound);
         let mut new = old.clone();
-        crate::tests::push(
+        push(
             &mut new,
             "/spec/volumes",
             json!({"name": "cache", "emptyDir": {}}),
         );
         assert_eq!(kind(old, &new), ChangeKind::Restage);
         let mut new = old.clone();
-        crate::tests::push(
+        push(
             &mut new,
             "/spec/containers/0/volumeMounts",
             json!({"name": "cache", "mountPath": "/cache"}),
@@ -520,8 +531,8 @@ mod tests {
         let bound = fixture("statefulset-1-bound-upsi.json");
         let mut unbound = bound.clone();
         let t = unbound.pointer_mut("/spec/template").expect("template");
-        crate::tests::remove(t, "/spec/volumes");
-        crate::tests::remove(t, "/spec/containers/0/volumeMounts");
+        remove(t, "/spec/volumes");
+        remove(t, "/spec/containers/0/volumeMounts");
         let annotations = t
             .pointer_mut("/metadata/annotations")
             .and_then(Value::as_object_mut)
@@ -544,12 +555,12 @@ mod tests {
         let bound = fixture("statefulset-2-rebound-managed.json");
         let mut rotated = bound.clone();
         let t = rotated.pointer_mut("/spec/template").expect("template");
-        crate::tests::set(
+        set(
             t,
             "/spec/volumes/0/projected/sources/0/secret/name",
             json!("orders-db-rotated"),
         );
-        crate::tests::set(
+        set(
             t,
             "/metadata/annotations/projector.servicebinding.io~1secret-8e7d6c5b-4a39-4281-9f0e-1d2c3b4a5968",
             json!("orders-db-rotated"),

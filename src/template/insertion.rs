@@ -277,8 +277,7 @@ mod tests {
     use super::*;
     use crate::raw::Node;
     use crate::template::artefacts::TEMPLATE_SHAPE;
-    use crate::tests::{fixture, template_of};
-    use restage_gate_testkit::projector::{project, Binding};
+    use crate::template::fixtures::{fixture, read, template_of};
     use serde_json::{json, Value};
 
     type Teller = for<'a> fn(&Node<'a>, &Node<'a>, &ArtefactRules) -> Option<Change>;
@@ -324,22 +323,22 @@ mod tests {
 
     #[test]
     fn an_unbind_is_told_from_what_it_removed() {
-        let bound = fixture("statefulset-1-bound-upsi.json");
-        let second = Binding::new(
-            "8e7d6c5b-4a39-4281-9f0e-1d2c3b4a5968",
-            "orders-db",
-            "orders-db-secret",
+        // The second bind of e2e-tests/requests/, the other way round.
+        let second_bind = read("requests/02-second-bind-while-held.json");
+        let (bound, both) = (
+            &second_bind["request"]["oldObject"],
+            &second_bind["request"]["object"],
         );
-        let mut both = bound.clone();
-        project(&mut both, &second);
-        let unbind_change =
-            told_unbind(template_of(&both), template_of(&bound)).expect("a removal");
+        let unbind_change = told_unbind(template_of(both), template_of(bound)).expect("a removal");
         assert_eq!(unbind_change.kind, ChangeKind::BindingOnly);
         assert_eq!(unbind_change.delta.removed, ["orders-db"]);
-        assert_eq!(unbind_change.dropped_secrets, ["orders-db-secret"]);
+        assert_eq!(
+            unbind_change.dropped_secrets,
+            ["e3b0c442-98fc-4c14-9afb-f4c8996fb924-sbio"]
+        );
         // Without the projector's root, which no unbind removes: a controller's own template.
         let unbound = fixture("statefulset-0-unbound.json");
-        let wipe = told_unbind(template_of(&both), template_of(&unbound));
+        let wipe = told_unbind(template_of(both), template_of(&unbound));
         assert_eq!(wipe.map(|c| c.kind), Some(ChangeKind::Wipe));
     }
 

@@ -2,4 +2,6 @@
 
 pub mod artefacts;
 pub mod classify;
+#[cfg(test)]
+mod fixtures;
 pub(crate) mod insertion;

@@ -243,6 +243,12 @@ impl std::fmt::Debug for dyn Workload {
     }
 }
 
+impl std::fmt::Display for dyn Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.kind())
+    }
+}
+
 impl PartialEq for dyn Workload {
     fn eq(&self, other: &Self) -> bool {
         self.kind() == other.kind()

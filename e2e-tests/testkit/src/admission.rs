@@ -169,7 +169,7 @@ fn title(operation: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::unbound;
+    use crate::kinds::unbound;
 
     #[test]
     fn repeated_keys_are_found_at_any_depth() {
@@ -197,9 +197,9 @@ mod tests {
 
     #[test]
     fn a_request_names_the_kind_and_resource_of_its_object() {
-        for declared in restage_gate::workload::kinds().map(|w| w.declared()) {
-            let kind = declared.kind;
-            let object = unbound(kind);
+        for w in restage_gate::workload::kinds() {
+            let (declared, kind) = (w.declared(), w.kind());
+            let object = unbound(w);
             let r = request("UPDATE", &object, &object);
             assert_eq!(
                 r["kind"],

@@ -50,14 +50,3 @@ pub fn cache_binding() -> Binding {
         "cache-secret",
     )
 }
-
-/// Every kind the policy holds (`restage_gate::workload::KINDS`), each with an unbound
-/// fixture (`unbound`).
-pub fn kinds() -> impl Iterator<Item = &'static str> {
-    crate::kinds::every().into_iter().map(|d| d.name())
-}
-
-/// The unbound workload of a kind the policy holds, as its descriptor gives it.
-pub fn unbound(kind: &str) -> Value {
-    crate::kinds::named(kind).fixture()
-}

@@ -12,33 +12,36 @@ pub fn is_marker(key: &str) -> bool {
     key == HELD_LABEL || workload::marker_annotations().contains(&key)
 }
 
-fn kind(name: &str) -> &'static dyn Workload {
-    crate::kinds::named(name).workload()
-}
-
-/// The kind an object says it is, which must be one the policy holds.
-pub fn kind_of(object: &Value) -> &'static str {
-    crate::kinds::of_fixture(object).name()
+/// The kind an object says it is (`apiVersion` and `kind`), which must be one the policy
+/// holds: the policy's own lookup.
+pub fn kind_of(object: &Value) -> &'static dyn Workload {
+    let group = object["apiVersion"]
+        .as_str()
+        .and_then(|v| v.split_once('/'));
+    let group = group.map_or("", |(group, _)| group);
+    let kind = object["kind"].as_str().unwrap_or_default();
+    workload::of(group, kind)
+        .unwrap_or_else(|| panic!("not a kind restage-gate holds: apiVersion {group}, kind {kind}"))
 }
 
 /// The annotation that remembers the control a hold replaced, for a kind.
-pub fn remembered_annotation(kind_name: &str) -> &'static str {
-    kind(kind_name).remembered_annotation()
+pub fn remembered_annotation(kind: &dyn Workload) -> &'static str {
+    kind.remembered_annotation()
 }
 
 /// The control the API server gives a kind when a request has none.
-pub fn default_control(kind_name: &str) -> Value {
-    kind(kind_name).default_control()
+pub fn default_control(kind: &dyn Workload) -> Value {
+    kind.default_control()
 }
 
 /// The control that holds a kind's rollout.
-pub fn held_control(kind_name: &str) -> Value {
-    kind(kind_name).held_control()
+pub fn held_control(kind: &dyn Workload) -> Value {
+    kind.held_control()
 }
 
 /// The control's JSON pointer: `/spec/updateStrategy`, `/spec/paused`.
-pub fn control_path(kind_name: &str) -> String {
-    pointer(kind(kind_name).control_path())
+pub fn control_path(kind: &dyn Workload) -> String {
+    pointer(kind.control_path())
 }
 
 /// `object` as the policy leaves it when it holds `pending` since `since`, with the API
@@ -55,7 +58,7 @@ pub fn held_remembering(
     pending: &str,
     since: &str,
 ) -> Value {
-    let kind = kind(kind_of(&object));
+    let kind = kind_of(&object);
     let hold = Hold {
         remembered_key: kind.remembered_annotation(),
         remembered: remembered.to_string(),
@@ -84,10 +87,10 @@ pub fn label_path(key: &str) -> String {
 }
 
 /// The paths of the label and the annotations a hold writes on a kind, in sorted order.
-pub fn marker_paths(kind_name: &str) -> Vec<String> {
+pub fn marker_paths(kind: &dyn Workload) -> Vec<String> {
     let mut paths = vec![
         annotation_path(HELD_SINCE_ANNOTATION),
-        annotation_path(remembered_annotation(kind_name)),
+        annotation_path(kind.remembered_annotation()),
         annotation_path(PENDING_ANNOTATION),
         label_path(HELD_LABEL),
     ];
@@ -109,13 +112,13 @@ pub fn markers_on(object: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::unbound;
+    use crate::kinds::unbound;
 
     #[test]
     fn a_held_workload_carries_every_marker_of_its_kind() {
-        for (kind, remembered) in workload::kinds().map(|w| (w.kind(), w.remembered_annotation())) {
+        for (kind, remembered) in workload::kinds().map(|w| (w, w.remembered_annotation())) {
             let object = held(unbound(kind), "+db", "2026-12-01T09:00:00Z");
-            assert!(is_held(&object), "{kind}");
+            assert!(is_held(&object), "{kind:?}");
             assert_eq!(
                 object.pointer(&control_path(kind)),
                 Some(&held_control(kind))
@@ -133,7 +136,7 @@ mod tests {
                 remembered,
             ];
             want.sort();
-            assert_eq!(on, want, "{kind}");
+            assert_eq!(on, want, "{kind:?}");
             assert_eq!(marker_paths(kind).len(), 4);
         }
     }

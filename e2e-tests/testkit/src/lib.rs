@@ -4,9 +4,9 @@
 //! (`kinds`). Every marker key comes from
 //! `restage_gate::markers`.
 //!
-//! Used by the e2e crate and by the policy crate's own tests. The API takes and returns
-//! `serde_json::Value`s and strings only: the policy crate's tests compile the policy a second
-//! time, and the two compilations must never meet in a type.
+//! Used by the e2e crate, the policy's black-box tests (`e2e-tests/validate`), the release
+//! tool's checks and the fuzz targets, which all link the one policy crate this one does: a kind
+//! is passed as the policy's own `&dyn Workload`.
 
 pub mod admission;
 pub mod edit;

@@ -1,15 +1,15 @@
 //! `DaemonSet`: one pod per node, held with `updateStrategy: OnDelete`.
 
-use restage_gate::workload::Workload;
+use restage_gate::workload::{self, Workload};
 use serde_json::{json, Value};
 
-use super::{declared, rolls, Controller, Owner, Pods, Scale, StrategyKind};
+use super::{rolls, Controller, Owner, Pods, Scale, StrategyKind};
 
 pub struct DaemonSet;
 
 impl StrategyKind for DaemonSet {
     fn workload(&self) -> &'static dyn Workload {
-        declared("DaemonSet")
+        &workload::DaemonSet
     }
 
     fn fixture(&self) -> Value {

@@ -1,16 +1,16 @@
 //! `Deployment`: held with `spec.paused: true`. A paused Deployment scales its old ReplicaSet,
 //! so an unbind or a secret switch rolls now.
 
-use restage_gate::workload::Workload;
+use restage_gate::workload::{self, Workload};
 use serde_json::{json, Value};
 
-use super::{declared, Controller, Descriptor, Owner, Pods, Scale};
+use super::{Controller, Descriptor, Owner, Pods, Scale};
 
 pub struct Deployment;
 
 impl Descriptor for Deployment {
     fn workload(&self) -> &'static dyn Workload {
-        declared("Deployment")
+        &workload::Deployment
     }
 
     fn fixture(&self) -> Value {

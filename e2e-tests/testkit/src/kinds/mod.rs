@@ -189,7 +189,7 @@ pub trait Descriptor: Sync {
 
     /// The paths a first hold changes on the fixture: the markers and the control's.
     fn hold_paths(&self) -> Vec<String> {
-        let mut paths = marker_paths(self.name());
+        let mut paths = marker_paths(self.workload());
         paths.extend(self.hold_ops().iter().map(op_path));
         paths.sort();
         paths
@@ -237,12 +237,17 @@ pub fn every() -> Vec<&'static dyn Descriptor> {
         .collect()
 }
 
-/// The descriptor of a kind by its name.
-pub fn named(kind: &str) -> &'static dyn Descriptor {
+/// The descriptor of a kind the policy holds.
+pub fn of_kind(kind: &dyn Workload) -> &'static dyn Descriptor {
     every()
         .into_iter()
-        .find(|d| d.name() == kind)
-        .unwrap_or_else(|| panic!("restage-gate does not hold {kind}"))
+        .find(|d| d.name() == kind.kind() && d.group() == kind.declared().group)
+        .unwrap_or_else(|| panic!("restage-gate does not hold {}", kind.kind()))
+}
+
+/// The unbound workload of a kind the policy holds, as its descriptor gives it.
+pub fn unbound(kind: &dyn Workload) -> Value {
+    of_kind(kind).fixture()
 }
 
 /// The descriptor of the kind an object says it is (`apiVersion` and `kind`), if the policy
@@ -264,13 +269,6 @@ pub fn of_fixture(object: &Value) -> &'static dyn Descriptor {
             object["apiVersion"], object["kind"]
         )
     })
-}
-
-/// The kind's row in `KINDS` by the name its descriptor file declares.
-fn declared(kind: &str) -> &'static dyn Workload {
-    workload::kinds()
-        .find(|w| w.kind() == kind)
-        .unwrap_or_else(|| panic!("{kind} is not in restage_gate::workload::KINDS"))
 }
 
 /// `kubectl rollout restart KIND/NAME -n NAMESPACE`.

@@ -2,16 +2,16 @@
 //! its new ReplicaSet at 0 replicas and scales the stable one, so an unbind or a secret switch
 //! rolls now; a blue-green Rollout and one with `spec.workloadRef` are declined.
 
-use restage_gate::workload::Workload;
+use restage_gate::workload::{self, Workload};
 use serde_json::{json, Value};
 
-use super::{declared, Controller, Declined, Descriptor, Owner, Pods, Scale};
+use super::{Controller, Declined, Descriptor, Owner, Pods, Scale};
 
 pub struct Rollout;
 
 impl Descriptor for Rollout {
     fn workload(&self) -> &'static dyn Workload {
-        declared("Rollout")
+        &workload::Rollout
     }
 
     fn fixture(&self) -> Value {

@@ -1,15 +1,15 @@
 //! `StatefulSet`: Korifi's app workload, held with `updateStrategy: OnDelete`.
 
-use restage_gate::workload::Workload;
+use restage_gate::workload::{self, Workload};
 use serde_json::{json, Value};
 
-use super::{declared, rolls, Controller, Owner, Pods, Scale, StrategyKind};
+use super::{rolls, Controller, Owner, Pods, Scale, StrategyKind};
 
 pub struct StatefulSet;
 
 impl StrategyKind for StatefulSet {
     fn workload(&self) -> &'static dyn Workload {
-        declared("StatefulSet")
+        &workload::StatefulSet
     }
 
     fn fixture(&self) -> Value {

@@ -25,14 +25,16 @@ use restage_gate::markers::{
     HELD_LABEL, HELD_SINCE_ANNOTATION, MARKER_PREFIX, PENDING_ANNOTATION, RELEASE_ANNOTATION,
     RELEASE_IN_WINDOW,
 };
-use restage_gate::workload::{self, Workload};
+use restage_gate::workload::kinds;
+use restage_gate::workload::Workload;
 use restage_gate_testkit::admission::{request, validation_request};
 use restage_gate_testkit::edit::{remove, set, with};
-use restage_gate_testkit::fixtures::{kinds, orders_binding, unbound};
+use restage_gate_testkit::fixtures::orders_binding;
 use restage_gate_testkit::hold::{
     annotation, control_path, default_control, held, held_control, is_held, label_path, markers_on,
     remembered_annotation,
 };
+use restage_gate_testkit::kinds::unbound;
 use restage_gate_testkit::kubectl::annotate;
 use restage_gate_testkit::projector::bind;
 use serde_json::{json, Value};
@@ -190,7 +192,7 @@ fn settings() -> Value {
 const IN_WINDOW: UtcTime = UtcTime(1_796_439_600);
 const OUTSIDE_WINDOWS: UtcTime = UtcTime(1_796_472_000);
 
-fn held_workload(kind: &str) -> Value {
+fn held_workload(kind: &'static dyn Workload) -> Value {
     held(unbound(kind), "+orders-db", "2026-12-01T09:00:00Z")
 }
 
@@ -210,7 +212,7 @@ fn through_restage_gate(old: &Value, new: &Value, now: UtcTime) -> Value {
 }
 
 /// The job's write of `old`, stored as `stored`, is refused, naming exactly `changed`.
-fn assert_denied(old: &Value, stored: &Value, changed: &[&str], kind: &str) {
+fn assert_denied(old: &Value, stored: &Value, changed: &[&str], kind: impl std::fmt::Display) {
     let Verdict::Denied(message) = verdict(old, stored) else {
         panic!("{kind}: allowed, {changed:?} changed");
     };
@@ -231,19 +233,13 @@ fn assert_denied(old: &Value, stored: &Value, changed: &[&str], kind: &str) {
     assert_eq!(named, want, "{kind}: {message}");
 }
 
-fn workload_of(kind: &str) -> &'static dyn Workload {
-    workload::kinds()
-        .find(|w| w.kind() == kind)
-        .expect("a kind the policy holds")
-}
-
 /// The control's field as the message names it: `spec.updateStrategy`.
-fn control_field(kind: &str) -> String {
+fn control_field(kind: &'static dyn Workload) -> String {
     control_path(kind).replacen("/spec/", "spec.", 1)
 }
 
 /// What a release removes, as the message names it: the label and every annotation of a hold.
-fn removed_markers(kind: &str) -> Vec<String> {
+fn removed_markers(kind: &'static dyn Workload) -> Vec<String> {
     let mut out = vec![format!("label {HELD_LABEL}")];
     out.extend(
         [
@@ -258,7 +254,7 @@ fn removed_markers(kind: &str) -> Vec<String> {
 
 /// What the message names for a write that removes the markers with a control other than the
 /// one to restore: the control, and the markers, which only a release may remove.
-fn wrong_control_named(kind: &str) -> Vec<String> {
+fn wrong_control_named(kind: &'static dyn Workload) -> Vec<String> {
     let mut out = vec![control_field(kind)];
     out.extend(removed_markers(kind));
     out
@@ -270,7 +266,7 @@ fn as_strs(names: &[String]) -> Vec<&str> {
 
 /// The unbound workload of `kind` running with `control` (`None`: without one), held by
 /// restage-gate when a binding is projected into it, remembering that control.
-fn held_by_restage_gate(kind: &str, control: Option<&Value>) -> Value {
+fn held_by_restage_gate(kind: &'static dyn Workload, control: Option<&Value>) -> Value {
     let path = control_path(kind);
     let running = with(unbound(kind), |o| match control {
         Some(control) => set(o, &path, control.clone()),
@@ -304,8 +300,8 @@ fn original_controls() -> Vec<Value> {
     ]
 }
 
-fn takes(kind: &str, control: &Value) -> bool {
-    let w = workload_of(kind);
+fn takes(kind: &'static dyn Workload, control: &Value) -> bool {
+    let w = kind;
     w.accepts(control) && !w.stops_rollouts(Some(control))
 }
 
@@ -336,7 +332,7 @@ fn stolen_token_writes(old: &Value, edit: impl Fn(&mut Value)) -> Vec<(&'static 
 /// Each of the token's writes of `old` as `edit` makes it is released by restage-gate (or
 /// stored released) with `control`, and refused, naming `named`.
 fn assert_stolen_token_denied(
-    kind: &str,
+    kind: &'static dyn Workload,
     old: &Value,
     control: &Value,
     named: &[String],
@@ -349,7 +345,7 @@ fn assert_stolen_token_denied(
             Some(control),
             "{kind}, {how}: restage-gate keeps the control the write sets"
         );
-        assert_denied(old, &stored, &as_strs(named), &format!("{kind}, {how}"));
+        assert_denied(old, &stored, &as_strs(named), format!("{kind}, {how}"));
     }
 }
 
@@ -738,7 +734,7 @@ fn a_release_that_also_changes_another_label_is_denied() {
             stolen_token_writes(&old, |o| set(o, "/metadata/labels/team", json!("payments")))
         {
             assert!(!is_held(&stored), "{kind}, {how}: released");
-            assert_denied(&old, &stored, &["label team"], &format!("{kind}, {how}"));
+            assert_denied(&old, &stored, &["label team"], format!("{kind}, {how}"));
         }
     }
 }
@@ -760,7 +756,7 @@ fn a_release_that_lifts_the_pause_and_scales_is_denied() {
         }) {
             assert!(!is_held(&stored), "{kind}, {how}: released");
             assert_eq!(stored.pointer(&control_path(kind)), Some(&control));
-            assert_denied(&old, &stored, &["spec.replicas"], &format!("{kind}, {how}"));
+            assert_denied(&old, &stored, &["spec.replicas"], format!("{kind}, {how}"));
         }
         checked += 1;
     }
@@ -807,7 +803,7 @@ fn the_message_names_the_workload() {
             .as_str()
             .and_then(|v| v.rsplit_once('/'))
             .map_or("", |(g, _)| g),
-        kind,
+        kind.kind(),
     )
     .expect("a kind the policy holds")
     .declared()
@@ -884,7 +880,7 @@ fn restage_gates_release_of_a_control_that_was_absent_restores_the_default_and_i
 }
 
 /// The members the policy declares the API server fills in, by kind: (key, member, value).
-fn filled_members(kind: &str) -> Vec<(String, String, Value)> {
+fn filled_members(kind: &'static dyn Workload) -> Vec<(String, String, Value)> {
     let policy = AdmissionPolicy::of_manifest();
     let old = held_workload(kind);
     let filled = policy.variable(&job_request(&old, &old), "filledMembers");
@@ -1046,7 +1042,7 @@ fn partitioned(partition: u64) -> Value {
 #[test]
 fn a_release_to_partition_0_of_a_strategy_remembered_with_partition_2_is_denied() {
     let mut checked = 0;
-    for kind in kinds().filter(|k| takes(k, &partitioned(2))) {
+    for kind in kinds().filter(|k| takes(*k, &partitioned(2))) {
         let old = held_by_restage_gate(kind, Some(&partitioned(2)));
         let all = partitioned(0);
         assert_stolen_token_denied(kind, &old, &all, &wrong_control_named(kind), |o| {
@@ -1060,7 +1056,7 @@ fn a_release_to_partition_0_of_a_strategy_remembered_with_partition_2_is_denied(
 #[test]
 fn a_release_that_drops_the_remembered_partition_is_denied() {
     let mut checked = 0;
-    for kind in kinds().filter(|k| takes(k, &partitioned(2))) {
+    for kind in kinds().filter(|k| takes(*k, &partitioned(2))) {
         let old = held_by_restage_gate(kind, Some(&partitioned(2)));
         for without in [
             json!({"type": "RollingUpdate"}),

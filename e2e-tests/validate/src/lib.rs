@@ -1,10 +1,15 @@
-//! The policy's own tests, on the shared test tooling (`restage-gate-testkit`): how a response
-//! is expected to look, and the table tests of `validate`.
+//! The policy's black-box tests, on the shared test tooling (`restage-gate-testkit`): how a
+//! response is expected to look, and the table tests of `validate`, called natively.
 
+#[cfg(test)]
 mod kinds;
+#[cfg(test)]
 mod properties;
+#[cfg(test)]
 mod recognition;
+#[cfg(test)]
 mod release;
+#[cfg(test)]
 mod validate;
 
 use kubewarden_policy_sdk::response::ValidationResponse;
@@ -15,9 +20,10 @@ use restage_gate_testkit::korifi;
 use restage_gate_testkit::kubectl;
 use serde_json::{json, Value};
 
-use crate::clock::UtcTime;
-use crate::markers::PENDING_ANNOTATION;
-use crate::{evaluate, WARNING_LIMIT};
+use restage_gate::clock::UtcTime;
+use restage_gate::markers::PENDING_ANNOTATION;
+use restage_gate::workload::Workload;
+use restage_gate::{evaluate, WARNING_LIMIT};
 
 pub use restage_gate_testkit::edit::{changed_paths, push, remove, set, with};
 pub use restage_gate_testkit::fixtures::fixture;
@@ -37,19 +43,19 @@ pub fn held(object: Value, pending: &str) -> Value {
 /// The paths a first hold changes on a fixture workload of `kind`: the markers, and its
 /// control (`updateStrategy` RollingUpdate with parameters → OnDelete; a Deployment's `paused`
 /// added), as its test-kit descriptor says.
-pub fn hold_paths(kind: &str) -> Vec<String> {
-    descriptors::named(kind).hold_paths()
+pub fn hold_paths(kind: &dyn Workload) -> Vec<String> {
+    descriptors::of_kind(kind).hold_paths()
 }
 
 /// The kind a fixture object is of, as the API names it.
-pub fn kind_of(object: &Value) -> &'static str {
+pub fn kind_of(object: &Value) -> &'static dyn Workload {
     restage_gate_testkit::hold::kind_of(object)
 }
 
 /// Whether `kind` holds a change that drops a binding secret like a bind (otherwise it rolls
 /// now).
-pub fn holds_unbinds(kind: &str) -> bool {
-    descriptors::named(kind).holds_unbinds()
+pub fn holds_unbinds(kind: &dyn Workload) -> bool {
+    descriptors::of_kind(kind).holds_unbinds()
 }
 
 /// What refreshing `pending` changes.

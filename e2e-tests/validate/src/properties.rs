@@ -20,16 +20,16 @@ use restage_gate_testkit::projector::{project, unproject, Binding};
 use restage_gate_testkit::secret_volume;
 
 use super::{changed_paths, EARLIER, NOW};
-use crate::evaluate;
-use crate::markers;
-use crate::policy::{decide, Admission};
-use crate::raw::{Node, Reach, Shape};
-use crate::response;
-use crate::settings::Settings;
-use crate::template::artefacts::ArtefactRules;
-use crate::template::artefacts::TEMPLATE_SHAPE;
-use crate::template::classify::{classify, ChangeKind};
-use crate::template::insertion::compare;
+use restage_gate::evaluate;
+use restage_gate::internals as response;
+use restage_gate::internals::compare;
+use restage_gate::internals::Settings;
+use restage_gate::internals::{decide, Admission};
+use restage_gate::internals::{Node, Reach, Shape};
+use restage_gate::markers;
+use restage_gate::template::artefacts::ArtefactRules;
+use restage_gate::template::artefacts::TEMPLATE_SHAPE;
+use restage_gate::template::classify::{classify, ChangeKind};
 
 /// (name, env, image) of a generated container.
 type ContainerSpec = (String, Vec<(String, String)>, String);
@@ -310,7 +310,7 @@ fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
         &Admission {
             operation: "UPDATE",
             group: kinds::of_fixture(new).group(),
-            kind: kind_of(new),
+            kind: kind_of(new).kind(),
             sub_resource: "",
             namespace: "space",
             name: "app",
@@ -608,7 +608,7 @@ proptest! {
     #[test]
     fn the_reference_gives_every_generated_request_the_same_answer((old, new) in pair(), pretty in any::<bool>()) {
         let payload = spaced_payload(&old, &new, pretty);
-        let want = crate::oracle::evaluate(&payload, NOW).expect("a tree holds the request");
+        let want = restage_gate::oracle::evaluate(&payload, NOW).expect("a tree holds the request");
         let got = evaluate(&payload, NOW);
         prop_assert_eq!(got.accepted, want.accepted);
         prop_assert_eq!(got.audit_annotations.map(|a| a.into_iter().collect()), want.audit_annotations);
@@ -623,7 +623,7 @@ proptest! {
         let payload = spaced_payload(&old, &new, pretty);
         prop_assert_eq!(evaluate(&payload, NOW).mutated_object, want.clone());
         // As written, not only as read: no member written twice.
-        let written = mutated_object_text(&crate::answer(&payload, NOW));
+        let written = mutated_object_text(&restage_gate::answer(&payload, NOW));
         prop_assert_eq!(written.as_deref().and_then(repeated_key), None);
         // The template is copied as the request has it, spacing and all (the generated ones
         // never leave it in doubt where it starts).
@@ -778,8 +778,8 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_are_answered_never_an_error(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
-        prop_assert!(crate::validate(&bytes).is_ok());
-        prop_assert!(crate::validate_settings(&bytes).is_ok());
+        prop_assert!(restage_gate::validate(&bytes).is_ok());
+        prop_assert!(restage_gate::validate_settings(&bytes).is_ok());
     }
 }
 
@@ -806,7 +806,8 @@ fn a_template_whose_text_cannot_be_copied_is_written_as_the_tree_edit() {
                     .expect("annotations");
             text.insert_str(at + r#""annotations":{"#.len(), r#""k":"1","#);
         }
-        let written = mutated_object_text(&crate::answer(text.as_bytes(), NOW)).expect("an object");
+        let written =
+            mutated_object_text(&restage_gate::answer(text.as_bytes(), NOW)).expect("an object");
         assert_eq!(repeated_key(&written), None, "{written}");
         assert_eq!(
             serde_json::from_str::<Value>(&written).ok(),
@@ -844,7 +845,8 @@ fn members_the_request_repeats_are_written_once_with_their_last_value() {
         let at = text.find(member).expect(member) + member.len();
         text.insert_str(at, repeated);
     }
-    let written = mutated_object_text(&crate::answer(text.as_bytes(), NOW)).expect("an object");
+    let written =
+        mutated_object_text(&restage_gate::answer(text.as_bytes(), NOW)).expect("an object");
     assert_eq!(repeated_key(&written), None, "{written}");
     assert_eq!(serde_json::from_str::<Value>(&written).ok(), Some(want));
 }

@@ -4,18 +4,18 @@
 
 use serde_json::{json, Value};
 
-use restage_gate_testkit::fixtures::{
-    self, cache_binding, daemonset, deployment, orders_binding, unbound,
-};
+use restage_gate::workload::kinds;
+use restage_gate_testkit::fixtures::{cache_binding, daemonset, deployment, orders_binding};
 use restage_gate_testkit::hold::marker_paths;
+use restage_gate_testkit::kinds::unbound;
 use restage_gate_testkit::projector::{bind, unbind, Binding};
 
 use super::{
     annotation, check, held, hold_paths, holds_unbinds, kind_of, pending_path, restarted, update,
     with, Expect, Request,
 };
-use crate::markers::{self, PENDING_ANNOTATION};
-use crate::workload::{Deployment, Workload, ORIGINAL_PAUSED_ANNOTATION};
+use restage_gate::markers::{self, PENDING_ANNOTATION};
+use restage_gate::workload::{Deployment, Workload, ORIGINAL_PAUSED_ANNOTATION};
 
 fn scaled(object: Value) -> Value {
     with(object, |o| o["spec"]["replicas"] = json!(5))
@@ -239,7 +239,7 @@ fn a_deployment_change_that_switches_a_binding_secret_rolls_now() {
     let r = check("switched secret", &request, Expect::Noted("rolling"));
     let warning = r.warnings.expect("warning").join(" ");
     assert!(
-        warning.contains("orders-db-secret") && warning.contains(kind_of(&deployment())),
+        warning.contains("orders-db-secret") && warning.contains(kind_of(&deployment()).kind()),
         "{warning}"
     );
 }
@@ -307,7 +307,7 @@ fn every_kind_reads_a_rollout_from_the_status_members_the_reader_keeps() {
             *s.pointer_mut(path).expect("a member") = value.clone()
         })
     }));
-    for workload in crate::workload::kinds() {
+    for workload in restage_gate::workload::kinds() {
         let kind = workload.kind();
         let mut answers = Vec::new();
         for status in statuses.clone() {
@@ -315,11 +315,10 @@ fn every_kind_reads_a_rollout_from_the_status_members_the_reader_keeps() {
                 "spec": {"replicas": 3, "updateStrategy": {"type": "RollingUpdate"}, "paused": false},
                 "status": status});
             let text = old.to_string();
-            let plan = crate::policy::read_plan();
-            let read = crate::raw::read_object(&text, &plan, true).expect("JSON");
+            let read = restage_gate::internals::read_as_old_object(&text).expect("JSON");
             let whole = workload.rollout_in_progress(&old);
             assert_eq!(
-                workload.rollout_in_progress(&read.read),
+                workload.rollout_in_progress(&read),
                 whole,
                 "{kind}: {status}"
             );
@@ -343,7 +342,7 @@ fn every_kind_reads_a_rollout_from_the_status_members_the_reader_keeps() {
 
 /// `status` with only the members `read` names (of the objects listed in one, the members
 /// named).
-fn declared(status: &Value, read: &[crate::workload::StatusMember]) -> Value {
+fn declared(status: &Value, read: &[restage_gate::workload::StatusMember]) -> Value {
     let keep = |item: &Value, members: &[&str]| -> Value {
         item.as_object()
             .map(|o| {
@@ -396,7 +395,7 @@ fn unbinds_and_secret_switches_are_never_refused_and_never_paused_in_every_kind(
         secret: "orders-db-secret-2".into(),
         ..orders_binding()
     };
-    for kind in fixtures::kinds() {
+    for kind in kinds() {
         let bound = || bind(unbound(kind), &orders);
         let unbind_request = || update(bound(), unbind(bound(), &orders));
         let switch_request = || update(bound(), bind(bound(), &switched));
@@ -432,7 +431,7 @@ fn unbinds_and_secret_switches_are_never_refused_and_never_paused_in_every_kind(
             if refusal_avoided {
                 let warning = warning_of(&r);
                 assert!(
-                    warning.contains(kind) && warning.contains("orders-db"),
+                    warning.contains(kind.kind()) && warning.contains("orders-db"),
                     "{kind} {name}: {warning}"
                 );
                 let reason = &r.audit_annotations.expect("audit")["reason"];
@@ -502,7 +501,7 @@ fn an_owners_resume_is_never_paused_again() {
 fn an_extra_prefix_secret_volume_switching_its_secret_is_a_secret_removal() {
     use restage_gate_testkit::secret_volume::{attach, settings, switch_secret};
     use Expect::*;
-    for kind in fixtures::kinds() {
+    for kind in kinds() {
         let bound = || attach(unbound(kind), "ledger", "ledger-secret");
         let switched = || switch_secret(bound(), "ledger", "ledger-secret-2");
         let held_bound = || held(bound(), "+ledger");
@@ -566,10 +565,11 @@ fn an_extra_prefix_secret_volume_switching_its_secret_is_a_secret_removal() {
 /// remembers the owner's new strategy for the release to restore.
 #[test]
 fn an_owners_switch_back_to_rolling_update_is_held_remembering_it() {
-    use crate::workload::ORIGINAL_STRATEGY_ANNOTATION;
+    use restage_gate::workload::ORIGINAL_STRATEGY_ANNOTATION;
     // The kinds held with `OnDelete`, whose control is a strategy.
-    let strategy_kinds = crate::workload::kinds().filter(|w| w.default_control().is_object());
-    for kind in strategy_kinds.map(|w| w.kind()) {
+    let strategy_kinds =
+        restage_gate::workload::kinds().filter(|w| w.default_control().is_object());
+    for kind in strategy_kinds {
         let on_delete = with(unbound(kind), |o| {
             o["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
         });

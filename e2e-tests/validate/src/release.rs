@@ -10,16 +10,16 @@ use super::{
     annotation, bound, check, held, hold_paths, kind_of, orders_db, restarted, unbound, update,
     with, Expect, Request,
 };
-use restage_gate_testkit::fixtures;
+
 use restage_gate_testkit::projector::project;
 
-use crate::clock::UtcTime;
-use crate::markers::{
+use restage_gate::clock::UtcTime;
+use restage_gate::markers::{
     self, HELD_LABEL, HELD_SINCE_ANNOTATION, PENDING_ANNOTATION, RELEASE_ANNOTATION,
     RELEASE_IN_WINDOW,
 };
-use crate::window;
-use crate::workload::{StatefulSet, Workload, ORIGINAL_STRATEGY_ANNOTATION};
+use restage_gate::window;
+use restage_gate::workload::{StatefulSet, Workload, ORIGINAL_STRATEGY_ANNOTATION};
 
 fn remembering(strategy: &str) -> Value {
     with(held(bound(), "+x"), |s| {
@@ -228,8 +228,13 @@ fn windows_closed() -> [Value; 3] {
 }
 
 /// Every kind held with a binding pending, as the fixture workloads are.
-fn held_workloads() -> impl Iterator<Item = (&'static str, Value)> {
-    fixtures::kinds().map(|kind| (kind, held(fixtures::unbound(kind), "+orders-db")))
+fn held_workloads() -> impl Iterator<Item = (&'static dyn Workload, Value)> {
+    restage_gate::workload::kinds().map(|kind| {
+        (
+            kind,
+            held(restage_gate_testkit::kinds::unbound(kind), "+orders-db"),
+        )
+    })
 }
 
 fn window_requested(object: Value) -> Value {
@@ -246,7 +251,7 @@ fn a_window_release_inside_a_window_releases_every_kind_as_a_release_now_does() 
         let mut paths = hold_paths(kind);
         paths.push(annotation_path(RELEASE_ANNOTATION));
         paths.sort();
-        let released = check(kind, &window, Expect::Mutated("released", paths));
+        let released = check(kind.kind(), &window, Expect::Mutated("released", paths));
         assert_eq!(
             released.mutated_object,
             now.run().mutated_object,
@@ -280,7 +285,7 @@ fn a_window_release_outside_every_window_only_drops_the_request() {
             assert_eq!(audit(&request, "pending").as_deref(), Some("+orders-db"));
             assert_eq!(
                 audit(&request, "reason").as_deref(),
-                Some(crate::response::NO_WINDOW),
+                Some(restage_gate::internals::NO_WINDOW),
                 "{name}"
             );
             let warning = r.warnings.unwrap_or_default().join(" ");
@@ -365,7 +370,7 @@ fn a_spread_window_drops_a_window_release_until_the_workloads_slot_then_releases
             || update(old.clone(), window_requested(old.clone())).settings(spread_window("defer"));
         let before = at(request(), UtcTime(slot.0 - 1));
         let r = check(
-            kind,
+            kind.kind(),
             &before,
             Expect::Mutated("held", vec![annotation_path(RELEASE_ANNOTATION)]),
         );
@@ -378,7 +383,7 @@ fn a_spread_window_drops_a_window_release_until_the_workloads_slot_then_releases
         assert_eq!(audit(&before, "slot"), Some(opens.clone()), "{kind}");
         let reason = audit(&before, "reason").unwrap_or_default();
         assert!(
-            reason.starts_with(crate::response::BEFORE_SLOT) && reason.contains(&opens),
+            reason.starts_with(restage_gate::internals::BEFORE_SLOT) && reason.contains(&opens),
             "{kind}: {reason}"
         );
         let warning = r.warnings.unwrap_or_default().join(" ");
@@ -394,7 +399,7 @@ fn a_spread_window_drops_a_window_release_until_the_workloads_slot_then_releases
             let mut paths = hold_paths(kind);
             paths.push(annotation_path(RELEASE_ANNOTATION));
             paths.sort();
-            check(kind, &on_time, Expect::Mutated("released", paths));
+            check(kind.kind(), &on_time, Expect::Mutated("released", paths));
             let reason = audit(&on_time, "reason").unwrap_or_default();
             assert_eq!(
                 reason, "release requested in maintenance window Wed 16:00-18:00 UTC",

@@ -13,13 +13,13 @@ use super::{
     annotation, bound, check, held, orders_db, push, set, template_of, unbound, update, upsi, with,
     Expect, EARLIER,
 };
-use crate::markers::{HELD_SINCE_ANNOTATION, PENDING_ANNOTATION};
-use crate::raw::{Node, Tree};
-use crate::settings::Settings;
-use crate::template::artefacts::{containers, ArtefactRules, Artefacts, TEMPLATE_SHAPE};
-use crate::template::classify::{classify, ChangeKind};
-use crate::view::{at, items};
-use crate::workload::ORIGINAL_STRATEGY_ANNOTATION;
+use restage_gate::internals::Settings;
+use restage_gate::internals::{at, items};
+use restage_gate::internals::{Node, Tree};
+use restage_gate::markers::{HELD_SINCE_ANNOTATION, PENDING_ANNOTATION};
+use restage_gate::template::artefacts::{containers, ArtefactRules, Artefacts, TEMPLATE_SHAPE};
+use restage_gate::template::classify::{classify, ChangeKind};
+use restage_gate::workload::ORIGINAL_STRATEGY_ANNOTATION;
 
 const UID: &str = "7a6b5c4d-3e2f-4a1b-8c9d-0e1f2a3b4c5d";
 

@@ -11,9 +11,9 @@ use super::{
     pending_path, restarted, rolling_deploy, runner_write, unbound, update, upsi, with, Expect,
     Request, EARLIER, NOW,
 };
-use crate::evaluate;
-use crate::markers::{self, HELD_LABEL, HELD_SINCE_ANNOTATION, PENDING_ANNOTATION};
-use crate::workload::ORIGINAL_STRATEGY_ANNOTATION;
+use restage_gate::evaluate;
+use restage_gate::markers::{self, HELD_LABEL, HELD_SINCE_ANNOTATION, PENDING_ANNOTATION};
+use restage_gate::workload::ORIGINAL_STRATEGY_ANNOTATION;
 
 const UPSI: &str = "d41d8cd9-8f00-4b20-9e80-0998ecf8427e";
 
