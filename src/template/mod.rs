@@ -2,4 +2,4 @@
 
 pub mod artefacts;
 pub mod classify;
-pub(crate) mod insertion;
+pub(crate) mod compare;

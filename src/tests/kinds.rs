@@ -316,7 +316,7 @@ fn every_kind_reads_a_rollout_from_the_status_members_the_reader_keeps() {
                 "status": status});
             let text = old.to_string();
             let plan = crate::policy::read_plan();
-            let read = crate::raw::read_object(&text, &plan, true).expect("JSON");
+            let read = raw::read_object(&text, &plan, true).expect("JSON");
             let whole = workload.rollout_in_progress(&old);
             assert_eq!(
                 workload.rollout_in_progress(&read.read),

@@ -23,13 +23,13 @@ use super::{changed_paths, EARLIER, NOW};
 use crate::evaluate;
 use crate::markers;
 use crate::policy::{decide, Admission};
-use crate::raw::{Node, Reach, Shape};
 use crate::response;
 use crate::settings::Settings;
 use crate::template::artefacts::ArtefactRules;
 use crate::template::artefacts::TEMPLATE_SHAPE;
 use crate::template::classify::{classify, ChangeKind};
-use crate::template::insertion::compare;
+use crate::template::compare::compare;
+use raw::{Node, Reach, Shape};
 
 /// (name, env, image) of a generated container.
 type ContainerSpec = (String, Vec<(String, String)>, String);

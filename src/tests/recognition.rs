@@ -14,12 +14,12 @@ use super::{
     Expect, EARLIER,
 };
 use crate::markers::{HELD_SINCE_ANNOTATION, PENDING_ANNOTATION};
-use crate::raw::{Node, Tree};
 use crate::settings::Settings;
 use crate::template::artefacts::{containers, ArtefactRules, Artefacts, TEMPLATE_SHAPE};
 use crate::template::classify::{classify, ChangeKind};
 use crate::view::{at, items};
 use crate::workload::ORIGINAL_STRATEGY_ANNOTATION;
+use raw::{Node, Tree};
 
 const UID: &str = "7a6b5c4d-3e2f-4a1b-8c9d-0e1f2a3b4c5d";
 
