@@ -17,8 +17,11 @@ mod view;
 pub mod window;
 pub mod workload;
 
-// The JSON machinery below them.
-mod raw;
+// The module's allocator for `validate` calls: the global allocator on the module's own
+// target only, tested everywhere. (The JSON machinery below the rules is the `raw` crate,
+// src/raw/.)
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod arena;
 
 /// The reference the fast path is checked against (tests and the differential fuzz target).
 #[cfg(any(test, feature = "oracle"))]
@@ -30,16 +33,16 @@ pub mod oracle;
 #[doc(hidden)]
 pub mod internals {
     pub use crate::policy::{decide, Admission};
-    pub use crate::raw::{Node, Reach, Shape, Tree};
     pub use crate::response::{edit, BEFORE_SLOT, NO_WINDOW};
     pub use crate::settings::Settings;
-    pub use crate::template::insertion::compare;
+    pub use crate::template::compare::compare;
     pub use crate::view::{at, items};
+    pub use raw::{Node, Reach, Shape, Tree};
 
     /// An object's JSON as the policy reads a request's `oldObject`: the members its read plan
     /// names, `status` included.
     pub fn read_as_old_object(text: &str) -> Option<serde_json::Value> {
-        crate::raw::read_object(text, &crate::policy::read_plan(), true).map(|o| o.read)
+        raw::read_object(text, &crate::policy::read_plan(), true).map(|o| o.read)
     }
 }
 
@@ -68,7 +71,7 @@ pub extern "C" fn wapc_init() {
 
 /// waPC `validate`. Never returns `Err`: Kubewarden would turn it into a rejection (code 500).
 pub fn validate(payload: &[u8]) -> CallResult {
-    Ok(raw::evaluation(|| answer(payload, clock::now())))
+    Ok(arena::evaluation(|| answer(payload, clock::now())))
 }
 
 /// The answer to one request at `now`, as the SDK's type (for tests and tools).
@@ -92,7 +95,7 @@ pub fn compare_templates(old: &str, new: &str, rules: &ArtefactRules) -> Option<
         raw::Node::template(old, shape)?,
         raw::Node::template(new, shape)?,
     );
-    Some(template::insertion::compare(&old, &new, rules))
+    Some(template::compare::compare(&old, &new, rules))
 }
 
 /// waPC `validate_settings`. Every refusal names the field and the value.

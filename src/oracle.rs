@@ -101,14 +101,14 @@ pub fn evaluate(payload: &[u8], now: UtcTime) -> Option<Outcome> {
         },
         &settings,
         now,
-        |old, new| classify(old, new, &settings.artefacts),
+        |old, new| reference_classify(old, new, &settings.artefacts),
     );
     let mut edited = object;
     let (answer, changed) = respond(decision, &mut edited, &namespace, &name);
     Some(outcome(answer, changed.then_some(edited)))
 }
 
-fn outcome(answer: crate::raw::Answer, mutated_object: Option<Value>) -> Outcome {
+fn outcome(answer: raw::Answer, mutated_object: Option<Value>) -> Outcome {
     Outcome {
         accepted: answer.accepted,
         message: answer.message,
@@ -120,10 +120,11 @@ fn outcome(answer: crate::raw::Answer, mutated_object: Option<Value>) -> Outcome
     }
 }
 
-/// Two templates compared the plain way: equal once both are stripped of binding artefacts
-/// into copies, or not. What the artefacts are and how a binding change is named are the
-/// rules' own (`classify_by`).
-pub fn classify(old: &Value, new: &Value, rules: &ArtefactRules) -> Change {
+/// The reference template comparison, which the policy's (`template::compare::compare`) is
+/// checked against through whole answers: two templates compared the plain way,
+/// equal once both are stripped of binding artefacts into copies, or not. What the artefacts
+/// are and how a binding change is named are the rules' own (`classify_by`).
+pub fn reference_classify(old: &Value, new: &Value, rules: &ArtefactRules) -> Change {
     classify_by(old, new, rules, |a, b, artefacts| {
         strip(a, artefacts) == strip(b, artefacts)
     })

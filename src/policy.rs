@@ -6,14 +6,14 @@ use serde_json::Value;
 use crate::clock::UtcTime;
 use crate::markers::{self, Hold, ReleaseRequest, MARKER_PREFIX};
 use crate::pending;
-use crate::raw::{ReadPlan, Tree};
 use crate::settings::{Mode, Settings};
 use crate::template::artefacts;
 use crate::template::classify::{Change, ChangeKind};
-use crate::template::insertion::compare;
+use crate::template::compare::compare;
 use crate::view::{at, text_at};
 use crate::window::{Opening, Window};
 use crate::workload::{self, Kind, Workload};
+use raw::{ReadPlan, Tree};
 
 /// The parts of an admission request the decision reads: the objects as far as
 /// [`read_plan`] reads them, and their pod templates as far as binding recognition looks.
@@ -665,9 +665,7 @@ mod tests {
                 object["status"][member.name] = value_of(member.json, digits);
             }
             let text = object.to_string();
-            let read = crate::raw::read_object(&text, plan, true)
-                .expect("JSON")
-                .read;
+            let read = raw::read_object(&text, plan, true).expect("JSON").read;
             for field in fields.clone() {
                 let path = field.path.join(".");
                 let got = at(&read, field.path);

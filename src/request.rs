@@ -3,10 +3,10 @@
 
 use crate::clock::UtcTime;
 use crate::policy::{decide, read_plan, Admission};
-use crate::raw::{self, write_answer, Request};
 use crate::response::{respond, unreadable};
 use crate::settings::Settings;
 use crate::workload;
+use raw::{write_answer, Request};
 
 /// The whole evaluation of one request at `now`: read, decide, respond. The answer's bytes, as
 /// `validate` returns them.

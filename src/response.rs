@@ -5,9 +5,9 @@ use serde_json::Value;
 
 use crate::markers;
 use crate::policy::Decision;
-use crate::raw::Answer;
 use crate::view::Unwritable;
 use crate::workload;
+use raw::Answer;
 
 /// Why `restage-gate.io/release: window` was dropped without a release, and what to do.
 pub const NO_WINDOW: &str = "restage-gate.io/release=window dropped: no maintenance window is \

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::raw::Tree;
+use raw::Tree;
 
 /// The value at a path of object keys. `Value::pointer` would allocate for every segment, on
 /// the hot path of every request.

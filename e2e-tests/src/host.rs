@@ -55,7 +55,8 @@ impl Module {
         Ok(Module { pre: Arc::new(pre) })
     }
 
-    /// A running instance, for callers that evaluate many requests (as policy-server does).
+    /// A running instance, for callers that evaluate many requests on one (as `kwctl bench`
+    /// does; policy-server takes a fresh one per request, as `call` below does).
     pub fn instance(&self) -> Result<Instance, String> {
         let engine = self
             .pre

@@ -1,47 +1,39 @@
-//! A workload object read only as deep as the rules look, in the one pass that reads the
-//! request. The members a [`ReadPlan`] names become JSON values (of a map it names with
-//! prefixes, only those keys), its pod templates are read as deep as their shapes say
-//! (`tree.rs`), and of the stored object's `status` only the members it names; every other
-//! member (`managedFields`, often most of the metadata, among them) stays the request's own
-//! text. Edits are made to the values, and the edited object is written back as the request's
-//! text with only the values re-emitted, each pod template as its own text in the request.
+//! A workload object as the reader leaves it: the members the rules' [`ReadPlan`](crate::ReadPlan)
+//! names as JSON values, for the rules to read and edit, and every other member kept as the
+//! request's text (`managedFields`, often most of the metadata, among them), by where it sits;
+//! its pod templates read as deep as their shapes say (`value/`). Read by `de.rs`, written
+//! back by `writer.rs`.
 
 use std::borrow::Cow;
-use std::fmt;
-use std::marker::PhantomData;
 
-use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::text::{as_in_a_tree, same_text, starts_with_text};
-use super::tree::{template_seed, Key, Node};
-use super::writer::{write_value, Members};
-use super::{ReadPlan, Shape};
+use crate::value::Node;
 
 #[derive(Debug, Default)]
-pub(crate) struct Object<'a> {
+pub struct Object<'a> {
     /// What the plan reads, as values; `Null` when the object is absent or not a JSON object.
     /// Edits are made here.
     pub read: Value,
     /// The rest of the object, by where it sits.
-    kept: Kept<'a>,
+    pub(crate) kept: Kept<'a>,
     /// The text the object was read from (the request): a template is written back as its own
     /// text found there.
-    source: &'a str,
+    pub(crate) source: &'a str,
 }
 
 /// The members of one object the plan does not read as values.
 #[derive(Debug, Default)]
-struct Kept<'a> {
+pub(crate) struct Kept<'a> {
     /// Members nobody reads, raw.
-    raw: RawMembers<'a>,
+    pub(crate) raw: RawMembers<'a>,
     /// Members read otherwise, by the plan's key.
-    parts: Vec<(&'static str, Part<'a>)>,
+    pub(crate) parts: Vec<(&'static str, Part<'a>)>,
 }
 
 #[derive(Debug)]
-enum Part<'a> {
+pub(crate) enum Part<'a> {
     /// A pod template.
     Template(Node<'a>),
     /// The keys of a map read in part that were not read, raw.
@@ -53,10 +45,10 @@ enum Part<'a> {
 /// Members kept as the request has them: read into a list, then sorted once, a repeated key
 /// keeping its last value (`as_in_a_tree`), which costs a pass where a map costs a search and
 /// a node per member.
-type RawMembers<'a> = Vec<(Cow<'a, str>, &'a RawValue)>;
+pub(crate) type RawMembers<'a> = Vec<(Cow<'a, str>, &'a RawValue)>;
 
 impl<'a> Kept<'a> {
-    fn part(&self, key: &str) -> Option<&Part<'a>> {
+    pub(crate) fn part(&self, key: &str) -> Option<&Part<'a>> {
         self.parts
             .iter()
             .find(|(k, _)| *k == key)
@@ -64,7 +56,7 @@ impl<'a> Kept<'a> {
     }
 
     /// A repeated key keeps its last value, every part of it, as a tree does.
-    fn set(&mut self, key: &'static str, part: Part<'a>) {
+    pub(crate) fn set(&mut self, key: &'static str, part: Part<'a>) {
         self.parts.retain(|(k, _)| *k != key);
         self.parts.push((key, part));
     }
@@ -87,27 +79,6 @@ impl<'a> Object<'a> {
         }
     }
 
-    /// Reads an object from `deserializer`, whose text is `source`, as `plan` says; its
-    /// `status` only when `status` is set (the stored object's: the object a request asks to
-    /// store is written back, and its status as the request has it).
-    pub fn read<'de: 'a, D: Deserializer<'de>>(
-        deserializer: D,
-        levels: &Levels,
-        status: bool,
-    ) -> Result<Self, D::Error> {
-        let level = Level { levels, at: 0 };
-        let (read, kept) = deserializer.deserialize_any(LevelSeed::new(level, status))?;
-        if !read.is_object() {
-            // Anything but an object is not a workload: nothing to read, nothing to edit.
-            return Ok(Object::default());
-        }
-        Ok(Object {
-            read,
-            kept,
-            source: "",
-        })
-    }
-
     /// The object, knowing `source` is the text it was read from.
     pub fn read_from(self, source: &'a str) -> Self {
         Object { source, ..self }
@@ -117,397 +88,4 @@ impl<'a> Object<'a> {
     pub fn request_len(&self) -> usize {
         self.source.len()
     }
-
-    /// Appends the object's JSON with its edits to `out`: keys and values as serde_json writes
-    /// them, the other members and the pod templates as the request has them.
-    pub fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
-        match &self.read {
-            Value::Object(read) => write_level(out, read, &self.kept, self.source),
-            other => {
-                write_value(out, other);
-                Ok(())
-            }
-        }
-    }
-}
-
-/// A plan laid out by level: at each object on the way to something read, the keys read and
-/// how. Built once per request, so a member costs a look at its own level's few keys.
-pub(crate) struct Levels<'p> {
-    levels: Vec<Vec<(&'static str, Member<'p>)>>,
-    status: &'p [(&'static str, &'static [&'static str])],
-}
-
-impl<'p> Levels<'p> {
-    pub fn new(plan: &'p ReadPlan) -> Self {
-        let mut levels = Levels {
-            levels: vec![Vec::new()],
-            status: &plan.status,
-        };
-        for path in &plan.values {
-            levels.add(path, Member::Value);
-        }
-        for (path, prefixes) in &plan.maps {
-            levels.add(path, Member::Map(prefixes));
-        }
-        for &(path, shape) in &plan.templates {
-            levels.add(path, Member::Template(shape));
-        }
-        levels
-    }
-
-    /// `how` at `path`, unless a member on the way is read otherwise (and so whole).
-    fn add(&mut self, path: &'static [&'static str], how: Member<'p>) {
-        let Some((last, within)) = path.split_last() else {
-            return;
-        };
-        let mut level = 0;
-        for key in within {
-            let found = self.levels[level].iter().find(|(k, _)| same_text(k, key));
-            level = match found {
-                Some((_, Member::Within(next))) => *next,
-                Some(_) => return,
-                None => {
-                    self.levels.push(Vec::new());
-                    let next = self.levels.len() - 1;
-                    self.levels[level].push((key, Member::Within(next)));
-                    next
-                }
-            };
-        }
-        if !self.levels[level].iter().any(|(k, _)| same_text(k, last)) {
-            self.levels[level].push((last, how));
-        }
-    }
-}
-
-/// Where in the object a map being read sits.
-#[derive(Clone, Copy)]
-struct Level<'l, 'p> {
-    levels: &'l Levels<'p>,
-    at: usize,
-}
-
-/// How a member is read.
-#[derive(Clone, Copy)]
-enum Member<'p> {
-    Value,
-    Map(&'p [&'static str]),
-    Template(&'static Shape),
-    /// An object on the way to something read: its level.
-    Within(usize),
-}
-
-impl<'p> Level<'_, 'p> {
-    /// How member `key` is read here, and the plan's name for it; `None`: it stays raw.
-    fn member(self, key: &str) -> Option<(&'static str, Member<'p>)> {
-        self.levels.levels[self.at]
-            .iter()
-            .find(|(k, _)| same_text(k, key))
-            .copied()
-    }
-}
-
-/// One object of the request: its values, and its other parts. The whole of it is a value
-/// when it is not an object.
-struct LevelSeed<'l, 'p, 'a> {
-    level: Level<'l, 'p>,
-    /// Whether `status` is read here (the stored object's top).
-    status: bool,
-    out: PhantomData<Kept<'a>>,
-}
-
-impl<'l, 'p> LevelSeed<'l, 'p, '_> {
-    fn new(level: Level<'l, 'p>, status: bool) -> Self {
-        LevelSeed {
-            level,
-            status,
-            out: PhantomData,
-        }
-    }
-}
-
-impl<'de: 'a, 'a> DeserializeSeed<'de> for LevelSeed<'_, '_, 'a> {
-    type Value = (Value, Kept<'a>);
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de: 'a, 'a> Visitor<'de> for LevelSeed<'_, '_, 'a> {
-    type Value = (Value, Kept<'a>);
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut read = Map::new();
-        let mut kept = Kept::default();
-        while let Some(key) = map.next_key_seed(Key::seed())? {
-            if self.status && same_text(&key, "status") {
-                let status = map.next_value_seed(Pick::Status(self.level.levels.status))?;
-                read.insert(key.into_owned(), status);
-                continue;
-            }
-            match self.level.member(&key) {
-                None => kept.raw.push((key, map.next_value::<&'a RawValue>()?)),
-                Some((_, Member::Value)) => {
-                    read.insert(key.into_owned(), map.next_value()?);
-                }
-                Some((name, Member::Map(prefixes))) => {
-                    let (value, unread) = map.next_value_seed(Partly(prefixes, PhantomData))?;
-                    kept.set(name, Part::Unread(unread));
-                    read.insert(key.into_owned(), value);
-                }
-                Some((name, Member::Template(shape))) => {
-                    let template = map.next_value_seed(template_seed(shape))?;
-                    kept.set(name, Part::Template(template));
-                }
-                Some((name, Member::Within(at))) => {
-                    let level = Level { at, ..self.level };
-                    let (value, inner) = map.next_value_seed(LevelSeed::new(level, false))?;
-                    kept.set(name, Part::Within(inner));
-                    read.insert(key.into_owned(), value);
-                }
-            }
-        }
-        as_in_a_tree(&mut kept.raw);
-        Ok((Value::Object(read), kept))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        let value = Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-        Ok((value, Kept::default()))
-    }
-
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok((Value::Null, Kept::default()))
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok((Value::Bool(v), Kept::default()))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Kept::default()))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Kept::default()))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Kept::default()))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Kept::default()))
-    }
-}
-
-/// A map read only at the keys with one of the prefixes: those as a JSON object, the others raw.
-/// Anything but an object is read whole.
-struct Partly<'p, 'a>(&'p [&'static str], PhantomData<&'a RawValue>);
-
-type PartlyRead<'a> = (Value, RawMembers<'a>);
-
-impl<'de: 'a, 'a> DeserializeSeed<'de> for Partly<'_, 'a> {
-    type Value = PartlyRead<'a>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de: 'a, 'a> Visitor<'de> for Partly<'_, 'a> {
-    type Value = PartlyRead<'a>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let (mut read, mut unread) = (Map::new(), Vec::new());
-        while let Some(key) = map.next_key_seed(Key::seed())? {
-            if self.0.iter().any(|prefix| starts_with_text(&key, prefix)) {
-                read.insert(key.into_owned(), map.next_value()?);
-            } else {
-                unread.push((key, map.next_value::<&'a RawValue>()?));
-            }
-        }
-        as_in_a_tree(&mut unread);
-        Ok((Value::Object(read), unread))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        let value = Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-        Ok((value, Vec::new()))
-    }
-
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok((Value::Null, Vec::new()))
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok((Value::Bool(v), Vec::new()))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Vec::new()))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Vec::new()))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Vec::new()))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Vec::new()))
-    }
-}
-
-/// The stored object's `status` read as far as the plan says: of an object only the members
-/// named, the rest checked as JSON syntax only and skipped. Anything of another shape is read
-/// whole. The stored object is never written back.
-#[derive(Clone, Copy)]
-enum Pick<'p> {
-    Status(&'p [(&'static str, &'static [&'static str])]),
-    /// A member of it read in part: a list of objects, of which these members are read.
-    Member(&'static [&'static str]),
-    /// An element of that list.
-    Element(&'static [&'static str]),
-}
-
-impl<'de> DeserializeSeed<'de> for Pick<'_> {
-    type Value = Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Pick<'_> {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut read = Map::new();
-        while let Some(key) = map.next_key_seed(Key::seed())? {
-            let value = match self {
-                Pick::Member(_) => Some(map.next_value()?),
-                Pick::Status(members) => {
-                    let mut named = members.iter().filter(|(k, _)| same_text(k, &key));
-                    match named.next() {
-                        None => None,
-                        // Whole when one of the plan's entries for it reads it whole.
-                        Some((_, parts))
-                            if parts.is_empty() || named.any(|(_, p)| p.is_empty()) =>
-                        {
-                            Some(map.next_value()?)
-                        }
-                        Some((_, parts)) => Some(map.next_value_seed(Pick::Member(parts))?),
-                    }
-                }
-                Pick::Element(members) if members.iter().any(|m| same_text(m, &key)) => {
-                    Some(map.next_value()?)
-                }
-                Pick::Element(_) => None,
-            };
-            match value {
-                Some(value) => {
-                    read.insert(key.into_owned(), value);
-                }
-                None => {
-                    map.next_value::<de::IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(Value::Object(read))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let Pick::Member(members) = self else {
-            return Value::deserialize(de::value::SeqAccessDeserializer::new(seq));
-        };
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(Pick::Element(members))? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-}
-
-/// One object's members as read (and edited), with its other parts put back.
-fn write_level<'a>(
-    out: &mut Vec<u8>,
-    read: &Map<String, Value>,
-    kept: &Kept<'a>,
-    source: &'a str,
-) -> serde_json::Result<()> {
-    let mut members = Members::open(out);
-    for (key, value) in read {
-        match (value, kept.part(key)) {
-            (Value::Object(read), Some(Part::Unread(unread))) => {
-                let mut map = Members::open(members.key(key));
-                for (key, value) in read {
-                    map.value(key, value);
-                }
-                for (key, raw) in unread {
-                    map.raw(key, raw.get());
-                }
-                map.close();
-            }
-            (Value::Object(read), Some(Part::Within(inner))) => {
-                write_level(members.key(key), read, inner, source)?;
-            }
-            _ => members.value(key, value),
-        }
-    }
-    for (key, raw) in &kept.raw {
-        members.raw(key, raw.get());
-    }
-    for (key, part) in &kept.parts {
-        if let Part::Template(node) = part {
-            // A template is never edited: its own text when it can be found, which costs a
-            // copy instead of a walk.
-            match node.text_in(source) {
-                Some(text) => members.raw(key, text),
-                None => members.serialized(key, node)?,
-            }
-        }
-    }
-    members.close();
-    Ok(())
 }

@@ -19,10 +19,12 @@ pub fn as_in_a_tree<K: AsRef<str>, V>(members: &mut Vec<(K, V)>) -> bool {
 /// Equal text, compared eight bytes at a time: wasm32's `memcmp` compares byte by byte, and
 /// the text both templates share is kilobytes long. Keys are short: the call `==` makes into
 /// `memcmp` costs more than comparing them here.
+#[inline]
 pub fn same_text(a: &str, b: &str) -> bool {
     same_bytes(a.as_bytes(), b.as_bytes())
 }
 
+#[inline]
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
@@ -33,6 +35,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// Whether `text` starts with `prefix`, compared as `same_text` does.
+#[inline]
 pub fn starts_with_text(text: &str, prefix: &str) -> bool {
     let start = text.as_bytes().get(..prefix.len());
     start.is_some_and(|start| same_bytes(start, prefix.as_bytes()))
@@ -40,6 +43,7 @@ pub fn starts_with_text(text: &str, prefix: &str) -> bool {
 
 /// `str`'s order (byte by byte), passing over the bytes both share eight at a time: keys
 /// compared while sorting often share long prefixes (annotation keys under one domain).
+#[inline]
 pub fn text_order(a: &str, b: &str) -> std::cmp::Ordering {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let common = a.len().min(b.len());
@@ -58,6 +62,7 @@ pub fn text_order(a: &str, b: &str) -> std::cmp::Ordering {
 
 /// Eight bytes as one word, the first the lowest (zero if fewer are given; callers give
 /// `chunks_exact(8)`).
+#[inline]
 fn word(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(bytes.try_into().unwrap_or_default())
 }

@@ -2,13 +2,13 @@
 //! values by serde_json around the raw text kept from the request as it is.
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::object::Object;
+use crate::object::{Kept, Object, Part};
 
 /// The SDK's `ValidationResponse`, field for field (`code` is never set).
 #[derive(Debug, Default)]
-pub(crate) struct Answer {
+pub struct Answer {
     pub accepted: bool,
     pub message: Option<String>,
     pub audit_annotations: Option<Vec<(&'static str, String)>>,
@@ -16,7 +16,7 @@ pub(crate) struct Answer {
 }
 
 /// The answer's bytes, with `mutated`, the request's object with its edits, when it is given.
-pub(crate) fn write_answer(answer: &Answer, mutated: Option<&Object>) -> Vec<u8> {
+pub fn write_answer(answer: &Answer, mutated: Option<&Object>) -> Vec<u8> {
     // Room for the whole answer at once, so it is seldom copied as it grows: the payload
     // holds the object and the old one.
     let object = mutated.map_or(0, Object::request_len);
@@ -46,7 +46,7 @@ pub(crate) fn write_answer(answer: &Answer, mutated: Option<&Object>) -> Vec<u8>
         },
     );
     let written = match mutated {
-        Some(object) => object.write(members.key("mutated_object")),
+        Some(object) => write_object(members.key("mutated_object"), object),
         None => {
             members.raw("mutated_object", "null");
             Ok(())
@@ -58,6 +58,61 @@ pub(crate) fn write_answer(answer: &Answer, mutated: Option<&Object>) -> Vec<u8>
         Ok(()) => out,
         Err(_) => br#"{"accepted":true}"#.to_vec(),
     }
+}
+
+/// Appends the object's JSON with its edits to `out`: keys and values as serde_json writes
+/// them, the other members and the pod templates as the request has them.
+fn write_object(out: &mut Vec<u8>, object: &Object) -> serde_json::Result<()> {
+    match &object.read {
+        Value::Object(read) => write_level(out, read, &object.kept, object.source),
+        other => {
+            write_value(out, other);
+            Ok(())
+        }
+    }
+}
+
+/// One object's members as read (and edited), with its other parts put back.
+fn write_level<'a>(
+    out: &mut Vec<u8>,
+    read: &Map<String, Value>,
+    kept: &Kept<'a>,
+    source: &'a str,
+) -> serde_json::Result<()> {
+    let mut members = Members::open(out);
+    for (key, value) in read {
+        match (value, kept.part(key)) {
+            (Value::Object(read), Some(Part::Unread(unread))) => {
+                let mut map = Members::open(members.key(key));
+                for (key, value) in read {
+                    map.value(key, value);
+                }
+                for (key, raw) in unread {
+                    map.raw(key, raw.get());
+                }
+                map.close();
+            }
+            (Value::Object(read), Some(Part::Within(inner))) => {
+                write_level(members.key(key), read, inner, source)?;
+            }
+            _ => members.value(key, value),
+        }
+    }
+    for (key, raw) in &kept.raw {
+        members.raw(key, raw.get());
+    }
+    for (key, part) in &kept.parts {
+        if let Part::Template(node) = part {
+            // A template is never edited: its own text when it can be found, which costs a
+            // copy instead of a walk.
+            match node.text_in(source) {
+                Some(text) => members.raw(key, text),
+                None => members.serialized(key, node)?,
+            }
+        }
+    }
+    members.close();
+    Ok(())
 }
 
 /// `write` for a value that is there, `null` otherwise.
@@ -110,7 +165,7 @@ impl<'w> Members<'w> {
 }
 
 /// A `Value` as serde_json writes it.
-pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
+fn write_value(out: &mut Vec<u8>, value: &Value) {
     // Writing to a Vec cannot fail.
     let _ = serde_json::to_writer(out, value);
 }
@@ -157,12 +212,12 @@ mod tests {
                 .expect("the SDK's ValidationResponse")
         };
         let text = r#"{"metadata": {"name": "app", "annotations": {"a\"b": "x"}}, "spec": {"replicas": 1}}"#;
-        let plan = super::super::ReadPlan {
+        let plan = crate::ReadPlan {
             values: vec![&["spec", "replicas"]],
             maps: vec![(&["metadata", "annotations"], vec!["restage-gate.io/"])],
             ..Default::default()
         };
-        let object = super::super::read_object(text, &plan, false).expect("an object");
+        let object = crate::read_object(text, &plan, false).expect("an object");
         let held = Answer {
             accepted: true,
             audit_annotations: Some(vec![

@@ -9,9 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::raw::Reach::{Shaped, WhenAsked, Whole};
-use crate::raw::{Shape, Tree};
 use crate::view::{at, items, name_of};
+use raw::Reach::{Shaped, WhenAsked, Whole};
+use raw::{Shape, Tree};
 
 /// Volumes projected by servicebinding/runtime: `servicebinding-<ServiceBinding uid>`.
 pub const SERVICEBINDING_VOLUME_PREFIX: &str = "servicebinding-";

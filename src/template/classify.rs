@@ -8,9 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::raw::Tree;
 use crate::template::artefacts::{ArtefactRules, Artefacts};
 use crate::view::items;
+use raw::Tree;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeKind {
@@ -312,9 +312,9 @@ pub fn is_map_or_nothing<T: Tree>(v: Option<&T>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::{Node, Reach, Shape};
     use crate::template::artefacts::TEMPLATE_SHAPE;
     use crate::template::fixtures::{fixture, set, template_of};
+    use raw::{Node, Reach, Shape};
     use serde_json::{json, Value};
 
     fn kind(old: &Value, new: &Value) -> ChangeKind {

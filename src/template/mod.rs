@@ -2,6 +2,6 @@
 
 pub mod artefacts;
 pub mod classify;
+pub(crate) mod compare;
 #[cfg(test)]
 mod fixtures;
-pub(crate) mod insertion;

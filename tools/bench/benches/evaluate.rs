@@ -1,9 +1,10 @@
 //! `make bench`: restage-gate against the parse-only floor, in the same wasmtime host and run.
-//! Each case is evaluated by one long-lived instance of each module (as policy-server keeps
-//! them); the table shows the median and the 10th-90th percentile spread per evaluation of the
+//! Each case is evaluated by one long-lived instance of each module (as `kwctl bench` keeps
+//! one); the table shows the median and the 10th-90th percentile spread per evaluation of the
 //! whole path a user pays for (what policy-evaluator does on each call: build the guest's
 //! payload, call the guest, then turn a mutated object into a JSONPatch), and the ratios of the
-//! same without building the payload and of the guest alone.
+//! same without building the payload and of the guest alone. Then each case again on a fresh
+//! instance per request, instantiating it and dropping it included, as policy-server evaluates.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -29,51 +30,53 @@ fn module(path: PathBuf) -> Module {
 /// Timed calls of each module per case, after 30 warm-up calls.
 const SAMPLES: usize = 301;
 
-/// One module's times per call: the whole path, the same without building the payload (the
-/// guest, the handling of its answer, freeing what the call built), and the guest's `validate`
-/// alone.
-struct Times {
-    whole: Vec<Duration>,
-    answered: Vec<Duration>,
-    guest: Vec<Duration>,
-}
-
-/// Times both modules on the same request, alternating calls (and which one goes first) so a
-/// slow spell of a shared machine falls on both alike.
-fn measure(
-    floor: &Instance,
-    policy: &Instance,
+/// The whole path on a fresh instance per request: instantiating the module, the call and its
+/// answer handled, the instance dropped, as policy-server evaluates.
+fn measure_fresh(
+    floor: &Module,
+    policy: &Module,
     request: &AdmissionRequest,
     settings: &Value,
-) -> [Times; 2] {
-    let (warmup, samples) = if full_run() { (30, SAMPLES) } else { (1, 3) };
-    let time = |instance: &Instance, times: &mut Times| {
+) -> [Vec<Duration>; 2] {
+    alternate(floor, policy, |module, times| {
         let start = Instant::now();
+        let instance = module.instance().expect("instance");
         let payload = payload(request, settings).expect("a payload");
-        let built = start.elapsed();
         let out = instance
             .call("validate", payload.text.as_bytes())
             .expect("validate");
-        let called = start.elapsed();
         let answer = response(&payload.request, &out).expect("an answer");
-        // policy-evaluator frees what it built within the call
-        drop((std::hint::black_box(answer), payload, out));
-        let whole = start.elapsed();
-        times.whole.push(whole);
-        times.answered.push(whole - built);
-        times.guest.push(called - built);
-    };
-    let times = |calls: usize| Times {
-        whole: Vec::with_capacity(calls),
-        answered: Vec::with_capacity(calls),
-        guest: Vec::with_capacity(calls),
-    };
-    let mut warming = times(2 * warmup);
+        drop((std::hint::black_box(answer), payload, out, instance));
+        times.push(start.elapsed());
+    })
+}
+
+/// One call's times: the whole path, the same without building the payload (the guest, the
+/// handling of its answer, freeing what the call built), and the guest's `validate` alone.
+struct Times {
+    whole: Duration,
+    answered: Duration,
+    guest: Duration,
+}
+
+fn counts() -> (usize, usize) {
+    if full_run() {
+        (30, SAMPLES)
+    } else {
+        (1, 3)
+    }
+}
+
+/// `time` on the floor and on restage-gate, alternating calls (and which one goes first) so a
+/// slow spell of a shared machine falls on both alike, after the warm-up calls.
+fn alternate<M, T>(floor: &M, policy: &M, mut time: impl FnMut(&M, &mut Vec<T>)) -> [Vec<T>; 2] {
+    let (warmup, samples) = counts();
+    let mut warming = Vec::with_capacity(2 * warmup);
     for _ in 0..warmup {
         time(floor, &mut warming);
         time(policy, &mut warming);
     }
-    let (mut f, mut p) = (times(samples), times(samples));
+    let (mut f, mut p) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
     for i in 0..samples {
         if i % 2 == 0 {
             time(floor, &mut f);
@@ -86,6 +89,33 @@ fn measure(
     [f, p]
 }
 
+/// Times both modules on the same request, each on its long-lived instance.
+fn measure(
+    floor: &Instance,
+    policy: &Instance,
+    request: &AdmissionRequest,
+    settings: &Value,
+) -> [Vec<Times>; 2] {
+    alternate(floor, policy, |instance, times| {
+        let start = Instant::now();
+        let payload = payload(request, settings).expect("a payload");
+        let built = start.elapsed();
+        let out = instance
+            .call("validate", payload.text.as_bytes())
+            .expect("validate");
+        let called = start.elapsed();
+        let answer = response(&payload.request, &out).expect("an answer");
+        // policy-evaluator frees what it built within the call
+        drop((std::hint::black_box(answer), payload, out));
+        let whole = start.elapsed();
+        times.push(Times {
+            whole,
+            answered: whole - built,
+            guest: called - built,
+        });
+    })
+}
+
 fn spread(mut times: Vec<Duration>) -> Spread {
     times.sort();
     let n = times.len();
@@ -94,10 +124,10 @@ fn spread(mut times: Vec<Duration>) -> Spread {
 }
 
 fn main() {
-    let (policy, floor) = (module(policy_path()), module(floor_path()));
+    let (policy_module, floor_module) = (module(policy_path()), module(floor_path()));
     let (policy, floor) = (
-        policy.instance().expect("instance"),
-        floor.instance().expect("instance"),
+        policy_module.instance().expect("instance"),
+        floor_module.instance().expect("instance"),
     );
     let cases = cases();
     let mut rows = Vec::new();
@@ -116,15 +146,22 @@ fn main() {
             case.name
         );
         let [f, p] = measure(&floor, &policy, &typed, settings);
-        let median = |times: Vec<Duration>| spread(times).0;
+        let [fresh_f, fresh_p] = measure_fresh(&floor_module, &policy_module, &typed, settings);
+        let part = |times: &[Times], part: fn(&Times) -> Duration| {
+            spread(times.iter().map(part).collect())
+        };
+        let median =
+            |p: &[Times], f: &[Times], of: fn(&Times) -> Duration| part(p, of).0 / part(f, of).0;
         rows.push((
             case,
             Timed {
                 request_kib: payload.text.len() as f64 / 1024.0,
-                answered: median(p.answered) / median(f.answered),
-                guest: median(p.guest) / median(f.guest),
-                floor: spread(f.whole),
-                policy: spread(p.whole),
+                answered: median(&p, &f, |t| t.answered),
+                guest: median(&p, &f, |t| t.guest),
+                floor: part(&f, |t| t.whole),
+                policy: part(&p, |t| t.whole),
+                fresh_floor: spread(fresh_f),
+                fresh_policy: spread(fresh_p),
             },
         ));
         eprintln!("measured: {}", case.name);

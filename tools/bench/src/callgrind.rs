@@ -1,5 +1,6 @@
 //! The instruction counters count instructions by running themselves again under valgrind's
-//! callgrind (`<program> --calls <module> <case> <calls>` makes only the calls to count), and
+//! callgrind (`<program> --calls <module> <case> <calls>` makes only the calls to count, on one
+//! long-lived instance; `--fresh-calls` the same, each on a fresh instance), and
 //! `make profile-functions` names what it counted by wasmtime's perf map.
 
 use std::collections::BTreeMap;
@@ -13,12 +14,13 @@ pub struct Run {
 }
 
 /// Runs this program under callgrind, collecting only inside functions whose name contains
-/// `collect`, writing the profile to `profile`; `options` go to callgrind as they are.
+/// `collect`, writing the profile to `profile`; `options` go to callgrind as they are. The
+/// program makes the calls `flag` names (`--calls`, `--fresh-calls`).
 pub fn run_self(
     collect: &str,
     options: &[&str],
     profile: &Path,
-    (module, case, calls): (&Path, usize, u64),
+    (flag, module, case, calls): (&str, &Path, usize, u64),
 ) -> Result<Run, String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let child = Command::new("valgrind")
@@ -27,7 +29,7 @@ pub fn run_self(
         .args(options)
         .arg(format!("--callgrind-out-file={}", profile.display()))
         .arg(&me)
-        .arg("--calls")
+        .arg(flag)
         .arg(module)
         .args([case.to_string(), calls.to_string()])
         .stderr(Stdio::piped())

@@ -48,7 +48,12 @@ fn profile(module: &Path, case: usize) -> Result<(), String> {
         "--compress-pos=no",
         "--compress-strings=no",
     ];
-    let Run { pid, .. } = run_self("counted_call", &options, &out, (module, case, CALLS))?;
+    let Run { pid, .. } = run_self(
+        "counted_call",
+        &options,
+        &out,
+        ("--calls", module, case, CALLS),
+    )?;
     let map_path = PathBuf::from(format!("/tmp/perf-{pid}.map"));
     let map = std::fs::read_to_string(&map_path)
         .map(|text| perf_map(&text))

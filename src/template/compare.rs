@@ -1,4 +1,10 @@
-//! A bind, told from what it inserted. A servicebinding.io projector binds by inserting: a
+//! How two pod templates compare: [`compare`], the comparison the policy makes, which answers
+//! as `classify.rs`'s full comparison does, taking a short cut where it can. `classify.rs` is
+//! the full walk it falls back to. The reference the policy's answers are checked against,
+//! which strips the artefacts into copies and compares those, is `reference_classify` in
+//! `src/oracle.rs`.
+//!
+//! The short cut: a bind, told from what it inserted. A servicebinding.io projector binds by inserting: a
 //! volume, a mount and perhaps `SERVICE_BINDING_ROOT` into each container, annotations. When
 //! the new template is the old one with only binding artefacts inserted into those lists and
 //! maps, `classify` can only answer "binding-only" (with the bindings added or changed), and
@@ -22,7 +28,6 @@
 
 use std::ops::Range;
 
-use crate::raw::Tree;
 use crate::template::artefacts::{
     bindings_by_name, is_projector_root, ArtefactRules, Artefacts, SERVICE_BINDING_ROOT,
 };
@@ -31,6 +36,7 @@ use crate::template::classify::{
     Change, ChangeKind, CONTAINER_APART, METADATA_APART, POD_SPEC_APART, TEMPLATE_APART,
 };
 use crate::view::{items, name_of};
+use raw::Tree;
 
 /// How two pod templates read from a request differ: `classify`'s answer.
 pub fn compare<T: Tree>(old: &T, new: &T, rules: &ArtefactRules) -> Change {
@@ -275,9 +281,9 @@ fn added_members<'t, T: Tree>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::Node;
     use crate::template::artefacts::TEMPLATE_SHAPE;
     use crate::template::fixtures::{fixture, read, template_of};
+    use raw::Node;
     use serde_json::{json, Value};
 
     type Teller = for<'a> fn(&Node<'a>, &Node<'a>, &ArtefactRules) -> Option<Change>;

@@ -1,4 +1,5 @@
-//! The module's allocator: during a `validate` call, blocks come from one fixed region by
+//! The module's allocator (not JSON, so not in the JSON layer: it serves the whole module, on
+//! its own target only): during a `validate` call, blocks come from one fixed region by
 //! moving a mark forward, and freeing one costs a counter decrement. An evaluation allocates a
 //! few hundred small blocks (nodes, values, the answer) and frees all of them by the time the
 //! waPC glue has handed the answer to the host; a general allocator keeps free lists that are

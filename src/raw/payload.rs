@@ -8,13 +8,14 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visi
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::object::{Levels, Object};
-use super::tree::Key;
-use super::ReadPlan;
+use crate::de::Levels;
+use crate::object::Object;
+use crate::plan::ReadPlan;
+use crate::value::Key;
 
 /// The request's members the rules read. Absent or null strings read as empty.
 #[derive(Debug, Default)]
-pub(crate) struct Request<'a> {
+pub struct Request<'a> {
     pub settings: Value,
     pub operation: String,
     pub group: String,
@@ -35,7 +36,7 @@ struct Kind {
 
 /// The payload of a `validate` call, read as `plan` says; `None` when it is not a
 /// ValidationRequest.
-pub(crate) fn read<'a>(payload: &'a [u8], plan: &ReadPlan) -> Option<Request<'a>> {
+pub fn read<'a>(payload: &'a [u8], plan: &ReadPlan) -> Option<Request<'a>> {
     // JSON text is UTF-8: checked once here, strings are then read without a check each.
     let text = std::str::from_utf8(payload).ok()?;
     let mut deserializer = serde_json::Deserializer::from_str(text);
