@@ -274,7 +274,7 @@ fn a_deployment_remembered_paused_is_restored_only_when_valid() {
     );
     assert_eq!(
         r.mutated_object.expect("released")["spec"]["paused"],
-        Deployment.default_control()
+        Deployment.declared().control.default()
     );
 }
 
