@@ -235,7 +235,7 @@ fn assert_denied(old: &Value, stored: &Value, changed: &[&str], kind: impl std::
 
 /// The control's field as the message names it: `spec.updateStrategy`.
 fn control_field(kind: &'static dyn Workload) -> String {
-    control_path(kind).replacen("/spec/", "spec.", 1)
+    kind.control_path().join(".")
 }
 
 /// What a release removes, as the message names it: the label and every annotation of a hold.
