@@ -1129,7 +1129,8 @@ pub fn spaced(value: &Value) -> String {
 
 /// What the README's table of kinds says a kind is held with: `paused: true`.
 pub fn held_with(k: &HeldKind) -> String {
-    let field = k.control.last().map(String::as_str).unwrap_or_default();
+    // the control's path below spec, at whatever depth: `paused`, `updateStrategy.paused`
+    let field = k.control.get(1..).unwrap_or_default().join(".");
     format!("`{field}: {}`", spaced(&k.held))
 }
 
