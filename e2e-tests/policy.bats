@@ -210,14 +210,16 @@ stored_object() {
     echo "$output" | jq -e '.allowed == true and .auditAnnotations.decision == "released"'
     # no label or annotation of restage-gate's is left, the release request included
     echo "$stored" | jq -e '[(.metadata.labels, .metadata.annotations) // {} | keys[] | select(startswith("restage-gate.io/"))] == []'
-    # the one field the hold replaced has the value the hold remembered again; nothing else changed
+    # the one field the hold replaced, at whatever depth, has the value the hold remembered
+    # again; nothing else changed
     echo "$stored" | jq -e --slurpfile held "$held" '
       . as $stored
       | ($held[0] | (.metadata.labels, .metadata.annotations) |= with_entries(select(.key | startswith("restage-gate.io/") | not))) as $unmarked
       | [$held[0].metadata.annotations | to_entries[] | select(.key | startswith("restage-gate.io/original-")) | .value | fromjson] as $remembered
-      | ([$unmarked.spec, $stored.spec | keys[]] | unique | map(select($unmarked.spec[.] != $stored.spec[.]))) as $changed
-      | ($remembered | length) == 1 and ($changed | length) == 1
-        and $stored == ($unmarked | .spec[$changed[0]] = $remembered[0])'
+      | [[$unmarked, $stored | paths] | unique[]
+          | select(. as $at | ($unmarked | getpath($at)) != $remembered[0]
+              and $stored == ($unmarked | setpath($at; $remembered[0])))] as $restored
+      | ($remembered | length) == 1 and ($restored | length) == 1'
   done
 }
 

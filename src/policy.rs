@@ -109,7 +109,9 @@ fn plan_for(kinds: impl Iterator<Item = &'static Kind> + Clone) -> ReadPlan {
     };
     // A path named twice is read once (the reader lays the plan out by level).
     for kind in kinds {
-        let fields = [kind.control].into_iter().chain(kind.reads.iter().copied());
+        let fields = [kind.control.field()]
+            .into_iter()
+            .chain(kind.reads.iter().copied());
         plan.values.extend(fields.map(|f| f.path));
         plan.templates
             .push((kind.template, &artefacts::TEMPLATE_SHAPE));
@@ -441,7 +443,7 @@ mod tests {
 
     use super::*;
     use crate::template::classify::BindingDelta;
-    use crate::workload::{kubectl_rollout, Field, Json, StatusMember};
+    use crate::workload::{kubectl_rollout, Control, Field, Json, StatusMember};
 
     /// A kind the policy does not ship, held with `spec.paused` like a Deployment, that
     /// declines an object with a blue-green strategy or a `workloadRef` (no pod template of
@@ -456,7 +458,7 @@ mod tests {
         kind: "Example",
         resource: "examples",
         template: &["spec", "template"],
-        control: Field::new(&["spec", "paused"], Json::Boolean),
+        control: Control::pause(&["spec", "paused"]),
         remembered: "restage-gate.io/original-paused",
         reads: &[
             BLUE_GREEN,
@@ -473,15 +475,13 @@ mod tests {
     };
 
     impl Workload for Example {
-        crate::workload::pause::held_with_a_pause!();
-
         fn declared(&self) -> &'static Kind {
             &EXAMPLE
         }
         fn holds(&self, _old: &Value, new: &Value) -> bool {
             BLUE_GREEN.of(new).is_none() && WORKLOAD_REF.of(new).is_none()
         }
-        fn rollout_in_progress(&self, _old: &Value) -> bool {
+        fn rolling_out(&self, _old: &Value, _status: &Value) -> bool {
             false
         }
         fn restart_command(&self, namespace: &str, name: &str) -> String {
@@ -655,7 +655,8 @@ mod tests {
     fn assert_read_as_declared(kind: &Kind, plan: &ReadPlan) {
         for digits in [false, true] {
             let mut object = json!({"metadata": {"name": "orders"}, "status": {"other": 1}});
-            let fields = std::iter::once(&kind.control).chain(kind.reads);
+            let control = kind.control.field();
+            let fields = std::iter::once(&control).chain(kind.reads);
             for field in fields.clone() {
                 let (last, parents) = field.path.split_last().expect("a path");
                 let parent = parents.iter().fold(&mut object, |o, key| &mut o[*key]);
@@ -703,6 +704,37 @@ mod tests {
         }
         // Status members of every JSON type, and fields deeper than two keys.
         assert_read_as_declared(&EXAMPLE, &plan_for(std::iter::once(&EXAMPLE)));
+    }
+
+    /// [`EXAMPLE`] with its pause flag one level down, inside another kind's control.
+    const NESTED: Kind = Kind {
+        control: Control::pause(&["spec", "updateStrategy", "paused"]),
+        ..EXAMPLE
+    };
+
+    #[test]
+    fn the_plan_reads_every_kind_as_declared_whatever_their_order() {
+        // A control inside another kind's control is read once, whole, before or after it.
+        let kinds: Vec<&'static Kind> = workload::kinds().map(|w| w.declared()).collect();
+        let orders = [
+            kinds
+                .iter()
+                .rev()
+                .copied()
+                .chain([&NESTED])
+                .collect::<Vec<_>>(),
+            [&NESTED].into_iter().chain(kinds.iter().copied()).collect(),
+            [&NESTED]
+                .into_iter()
+                .chain(kinds.iter().rev().copied())
+                .collect(),
+        ];
+        for order in orders {
+            let plan = plan_for(order.iter().copied());
+            for kind in &order {
+                assert_read_as_declared(kind, &plan);
+            }
+        }
     }
 
     #[test]

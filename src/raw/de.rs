@@ -74,7 +74,8 @@ impl<'p> Levels<'p> {
         levels
     }
 
-    /// `how` at `path`, unless a member on the way is read otherwise (and so whole).
+    /// `how` at `path`, unless a member on the way is read otherwise (and so whole); a path
+    /// asked for before only deeper within it is read as `how` now, whatever the order.
     fn add(&mut self, path: &'static [&'static str], how: Member<'p>) {
         let Some((last, within)) = path.split_last() else {
             return;
@@ -93,8 +94,13 @@ impl<'p> Levels<'p> {
                 }
             };
         }
-        if !self.levels[level].iter().any(|(k, _)| same_text(k, last)) {
-            self.levels[level].push((last, how));
+        match self.levels[level]
+            .iter_mut()
+            .find(|(k, _)| same_text(k, last))
+        {
+            Some((_, found @ Member::Within(_))) => *found = how,
+            Some(_) => {}
+            None => self.levels[level].push((last, how)),
         }
     }
 }

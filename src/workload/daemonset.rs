@@ -3,47 +3,49 @@
 
 use serde_json::{json, Map, Value};
 
-use super::update_strategy::{
-    int32_at_least, is_zero, percent_at_least, StrategyKind, CONTROL, ORIGINAL_STRATEGY_ANNOTATION,
-};
-use super::{generation_stale, Json, Kind, StatusMember};
-use super::{OBSERVED_GENERATION, READS_GENERATION, TEMPLATE};
+use super::update_strategy::{int32_at_least, is_zero, percent_at_least, Strategy, PATH};
+use super::{generation_stale, kubectl_rollout, Control, Json, Kind, StatusMember, Workload};
+use super::{OBSERVED_GENERATION, ORIGINAL_STRATEGY_ANNOTATION, READS_GENERATION, TEMPLATE};
 
 pub struct DaemonSet;
 
 const DESIRED: StatusMember = StatusMember::new("desiredNumberScheduled", Json::Integer);
 const UPDATED: StatusMember = StatusMember::new("updatedNumberScheduled", Json::Integer);
 
-impl StrategyKind for DaemonSet {
-    const DECLARED: Kind = Kind {
-        group: "apps",
-        version: "v1",
-        kind: "DaemonSet",
-        resource: "daemonsets",
-        template: TEMPLATE,
-        control: CONTROL,
-        remembered: ORIGINAL_STRATEGY_ANNOTATION,
-        reads: &[READS_GENERATION],
-        status: &[OBSERVED_GENERATION, DESIRED, UPDATED],
+const DECLARED: Kind = Kind {
+    group: "apps",
+    version: "v1",
+    kind: "DaemonSet",
+    resource: "daemonsets",
+    template: TEMPLATE,
+    control: Control::strategy(PATH, &STRATEGY),
+    remembered: ORIGINAL_STRATEGY_ANNOTATION,
+    reads: &[READS_GENERATION],
+    status: &[OBSERVED_GENERATION, DESIRED, UPDATED],
+};
+
+const STRATEGY: Strategy = Strategy {
+    default: || json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+    rolling_fields: &["maxUnavailable", "maxSurge"],
+    accepts_rolling_update,
+};
+
+/// `maxUnavailable` and `maxSurge`: an int32 ≥ 0 or 0%–100%, not both zero (an absent
+/// `maxUnavailable` defaults to 1).
+fn accepts_rolling_update(fields: &Map<String, Value>) -> bool {
+    let valid = |key| {
+        fields
+            .get(key)
+            .is_none_or(|v: &Value| v.is_null() || int32_at_least(v, 0) || percent_at_least(v, 0))
     };
-    const ROLLING_FIELDS: &'static [&'static str] = &["maxUnavailable", "maxSurge"];
+    let surge = fields.get("maxSurge").filter(|s| !s.is_null());
+    let both_zero = is_zero(fields.get("maxUnavailable")) && surge.is_none_or(|s| is_zero(Some(s)));
+    valid("maxUnavailable") && valid("maxSurge") && !both_zero
+}
 
-    fn default_strategy(&self) -> Value {
-        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
-    }
-
-    /// `maxUnavailable` and `maxSurge`: an int32 ≥ 0 or 0%–100%, not both zero (an absent
-    /// `maxUnavailable` defaults to 1).
-    fn accepts_rolling_update(&self, fields: &Map<String, Value>) -> bool {
-        let valid = |key| {
-            fields.get(key).is_none_or(|v: &Value| {
-                v.is_null() || int32_at_least(v, 0) || percent_at_least(v, 0)
-            })
-        };
-        let surge = fields.get("maxSurge").filter(|s| !s.is_null());
-        let both_zero =
-            is_zero(fields.get("maxUnavailable")) && surge.is_none_or(|s| is_zero(Some(s)));
-        valid("maxUnavailable") && valid("maxSurge") && !both_zero
+impl Workload for DaemonSet {
+    fn declared(&self) -> &'static Kind {
+        &DECLARED
     }
 
     /// The controller has not caught up, or not every node runs an updated pod yet.
@@ -53,13 +55,18 @@ impl StrategyKind for DaemonSet {
             .is_some_and(|desired| UPDATED.integer(status).unwrap_or(0) < desired);
         generation_stale(old, status) || behind
     }
+
+    fn restart_command(&self, namespace: &str, name: &str) -> String {
+        kubectl_rollout("restart", &DECLARED, namespace, name)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::workload::update_strategy as strategy;
-    use crate::workload::Workload;
+
+    const DAEMON_SET: &dyn Workload = &DaemonSet;
 
     #[test]
     fn only_strategies_the_api_server_accepts_are_restorable() {
@@ -88,29 +95,29 @@ mod tests {
             (json!([]), false),
         ];
         for (strategy, want) in cases {
-            assert_eq!(DaemonSet.accepts(&strategy), want, "{strategy}");
+            assert_eq!(DAEMON_SET.accepts(&strategy), want, "{strategy}");
         }
-        assert!(DaemonSet.accepts(&DaemonSet.default_control()));
+        assert!(DAEMON_SET.accepts(&DAEMON_SET.default_control()));
     }
 
     #[test]
     fn rollout_in_progress_reads_the_scheduled_pods() {
         let base = json!({"metadata": {"generation": 2}, "spec": {"updateStrategy": {"type": "RollingUpdate"}},
             "status": {"observedGeneration": 2, "desiredNumberScheduled": 4, "updatedNumberScheduled": 4}});
-        assert!(!DaemonSet.rollout_in_progress(&base));
+        assert!(!DAEMON_SET.rollout_in_progress(&base));
         for (path, value) in [
             ("/status/observedGeneration", json!(1)),
             ("/status/updatedNumberScheduled", json!(3)),
         ] {
             let mut ds = base.clone();
             *ds.pointer_mut(path).expect("field") = value;
-            assert!(DaemonSet.rollout_in_progress(&ds), "{path}");
+            assert!(DAEMON_SET.rollout_in_progress(&ds), "{path}");
             ds["spec"]["updateStrategy"] = strategy::on_delete();
             assert!(
-                !DaemonSet.rollout_in_progress(&ds),
+                !DAEMON_SET.rollout_in_progress(&ds),
                 "OnDelete never rolls: {path}"
             );
         }
-        assert!(!DaemonSet.rollout_in_progress(&json!({"spec": {}})));
+        assert!(!DAEMON_SET.rollout_in_progress(&json!({"spec": {}})));
     }
 }

@@ -1,9 +1,11 @@
-//! `apps/v1` Deployment: held with `spec.paused: true` (`pause.rs`: a paused Deployment scales
+//! `apps/v1` Deployment: held with `spec.paused: true` (`control.rs`: a paused Deployment scales
 //! its **old** ReplicaSet, so a change that drops a binding secret rolls now).
 
 use serde_json::Value;
 
-use super::{generation_stale, kubectl_rollout, replicas, Json, Kind, StatusMember, Workload};
+use super::{
+    generation_stale, kubectl_rollout, replicas, Control, Json, Kind, StatusMember, Workload,
+};
 use super::{OBSERVED_GENERATION, READS_GENERATION, READS_REPLICAS, TEMPLATE};
 use crate::view::items;
 
@@ -21,25 +23,20 @@ const DECLARED: Kind = Kind {
     kind: "Deployment",
     resource: "deployments",
     template: TEMPLATE,
-    control: super::pause::CONTROL,
+    control: Control::pause(&["spec", "paused"]),
     remembered: ORIGINAL_PAUSED_ANNOTATION,
     reads: &[READS_GENERATION, READS_REPLICAS],
     status: &[OBSERVED_GENERATION, UPDATED_REPLICAS, CONDITIONS],
 };
 
 impl Workload for Deployment {
-    super::pause::held_with_a_pause!();
-
     fn declared(&self) -> &'static Kind {
         &DECLARED
     }
 
     /// The controller has not caught up, not every replica runs the new template, or the
     /// Progressing condition says a new ReplicaSet is still being rolled out.
-    fn rollout_in_progress(&self, old: &Value) -> bool {
-        let Some(status) = old.get("status").filter(|s| s.is_object()) else {
-            return false;
-        };
+    fn rolling_out(&self, old: &Value, status: &Value) -> bool {
         let behind = UPDATED_REPLICAS.integer(status).unwrap_or(0) < replicas(old);
         let progressing = items(CONDITIONS.of(status)).any(|c| {
             c.get("type").and_then(Value::as_str) == Some("Progressing")
@@ -66,11 +63,13 @@ mod tests {
     use crate::template::classify::{BindingDelta, ChangeKind};
     use serde_json::json;
 
+    const DEPLOYMENT: &dyn Workload = &Deployment;
+
     #[test]
     fn only_booleans_are_restorable() {
-        assert!(Deployment.accepts(&json!(false)) && Deployment.accepts(&json!(true)));
+        assert!(DEPLOYMENT.accepts(&json!(false)) && DEPLOYMENT.accepts(&json!(true)));
         for garbage in [json!("false"), json!(0), json!(null), json!({})] {
-            assert!(!Deployment.accepts(&garbage), "{garbage}");
+            assert!(!DEPLOYMENT.accepts(&garbage), "{garbage}");
         }
     }
 
@@ -79,7 +78,7 @@ mod tests {
         let base = json!({"metadata": {"generation": 5}, "spec": {"replicas": 2},
             "status": {"observedGeneration": 5, "updatedReplicas": 2, "conditions": [
                 {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}]}});
-        assert!(!Deployment.rollout_in_progress(&base));
+        assert!(!DEPLOYMENT.rollout_in_progress(&base));
         for (path, value) in [
             ("/status/observedGeneration", json!(4)),
             ("/status/updatedReplicas", json!(1)),
@@ -87,7 +86,7 @@ mod tests {
         ] {
             let mut d = base.clone();
             *d.pointer_mut(path).expect("field") = value;
-            assert!(Deployment.rollout_in_progress(&d), "{path}");
+            assert!(DEPLOYMENT.rollout_in_progress(&d), "{path}");
         }
     }
 

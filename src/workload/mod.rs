@@ -6,9 +6,9 @@
 //! and its row in [`KINDS`] makes the policy hold it. The request's reader, the markers a
 //! release removes, the manifests' rules and the tests all follow the table.
 
+mod control;
 mod daemonset;
 mod deployment;
-pub(crate) mod pause;
 mod rollout;
 mod statefulset;
 mod update_strategy;
@@ -19,11 +19,12 @@ use crate::markers::{self, Hold, SHARED_ANNOTATIONS};
 use crate::template::classify::Change;
 use crate::view::{at, set_at, Unwritable};
 
+pub use control::{Control, Held};
 pub use daemonset::DaemonSet;
 pub use deployment::{Deployment, ORIGINAL_PAUSED_ANNOTATION};
 pub use rollout::{Rollout, ORIGINAL_ROLLOUT_PAUSED_ANNOTATION};
 pub use statefulset::StatefulSet;
-pub use update_strategy::ORIGINAL_STRATEGY_ANNOTATION;
+pub use update_strategy::{Strategy, ORIGINAL_STRATEGY_ANNOTATION};
 
 /// Every kind the policy holds. ReplicaSets, ReplicationControllers and CronJobs restart
 /// nothing on a template change, and a Job's template is immutable: they are not here, and
@@ -42,8 +43,9 @@ pub struct Kind {
     pub resource: &'static str,
     /// Where the pod template sits, as object keys.
     pub template: &'static [&'static str],
-    /// The field a hold replaces: `spec.updateStrategy`, `spec.paused`.
-    pub control: Field,
+    /// The field a hold replaces (`spec.updateStrategy`, `spec.paused`, at any depth) and
+    /// what it sets there.
+    pub control: Control,
     /// The annotation that remembers the replaced control; it starts with
     /// [`markers::MARKER_PREFIX`].
     pub remembered: &'static str,
@@ -131,26 +133,19 @@ impl StatusMember {
     }
 }
 
-/// A kind whose controller rolls every pod when the pod template changes: the questions the
-/// decision table asks of a kind, and nothing else. Every value is read from and written to
-/// the request's own JSON, only where the kind's [`Kind`] declares it.
+/// A kind whose controller rolls every pod when the pod template changes: what differs
+/// between kinds beyond their declaration ([`Kind`], whose [`Control`] says how a hold, a
+/// release and the remembered original work). Every value is read from the request's own
+/// JSON, only where the declaration says.
 ///
 /// A kind answers:
 /// - what it is and what is read and written of it: [`Workload::declared`];
 /// - whether it may hold this object at all: [`Workload::holds`] (by default, yes);
-/// - how it is held: [`Workload::held_control`], and which values of the control already
-///   keep pods from rolling ([`Workload::stops_rollouts`]);
-/// - what a release may restore: [`Workload::default_control`], [`Workload::accepts`];
-/// - whether a rollout is under way: [`Workload::rollout_in_progress`];
+/// - whether a rollout is under way: [`Workload::rolling_out`];
 /// - whether a binding change must roll now instead of waiting (an unbind, a secret switch):
-///   [`Workload::must_roll_now`] (by default, never);
-/// - whether setting a rolling control releases (a resume): [`Workload::resume_releases`]
-///   (by default, no: the new control is remembered for the release);
+///   [`Workload::must_roll_now`] (by default, as its control says);
 /// - the commands a message gives: [`Workload::restart_command`] (the reject message) and
 ///   [`Workload::apply_held_now`] (a hold's advice; by default the restart command).
-///
-/// The title in messages is its declared `kind`; the rest ([`Workload::kind`],
-/// [`Workload::control`] and the like) is read from the declaration.
 pub trait Workload: Sync {
     /// What the policy reads and writes of the kind.
     fn declared(&self) -> &'static Kind;
@@ -162,32 +157,14 @@ pub trait Workload: Sync {
         true
     }
 
-    /// The value of the control that holds the rollout.
-    fn held_control(&self) -> Value;
-
-    /// Whether this value of the control already keeps pods from rolling (an owner's own
-    /// `OnDelete` or pause): nothing would roll, so there is nothing to hold.
-    fn stops_rollouts(&self, control: Option<&Value>) -> bool;
-
-    /// The value the API server gives the control when it is absent.
-    fn default_control(&self) -> Value;
-
-    /// Whether the API server accepts this value of the control: a release writes back only
-    /// such a value, or it would make the write that carries it fail.
-    fn accepts(&self, control: &Value) -> bool;
-
-    /// Whether a rollout is under way (read from `oldObject`): a binding change then joins it.
-    fn rollout_in_progress(&self, old: &Value) -> bool;
+    /// Whether a rollout is under way, read from `oldObject` and its `status` object, when
+    /// its control may roll at all ([`Control::may_roll`]): a binding change then joins it.
+    fn rolling_out(&self, old: &Value, status: &Value) -> bool;
 
     /// Why this binding change must roll now instead of waiting, if it must.
-    fn must_roll_now(&self, _change: &Change) -> Option<String> {
-        None
-    }
-
-    /// Whether a request that sets a rolling control on a held workload asks for the release
-    /// (a Deployment's `rollout resume`); otherwise the new control is remembered for later.
-    fn resume_releases(&self) -> bool {
-        false
+    fn must_roll_now(&self, change: &Change) -> Option<String> {
+        let kind = self.declared();
+        kind.control.roll_now(change, kind.kind)
     }
 
     /// The command that restarts every pod of a workload that is not held now, which a refusal
@@ -198,25 +175,62 @@ pub trait Workload: Sync {
     fn apply_held_now(&self, namespace: &str, name: &str) -> String {
         self.restart_command(namespace, name)
     }
+}
 
+/// What every kind does with its declaration: read from [`Kind`] and its [`Control`].
+impl dyn Workload + '_ {
     /// `kind` as the API names it.
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         self.declared().kind
     }
 
     /// The field the hold replaces, as object keys.
-    fn control_path(&self) -> &'static [&'static str] {
+    pub fn control_path(&self) -> &'static [&'static str] {
         self.declared().control.path
     }
 
     /// The annotation that remembers the replaced control.
-    fn remembered_annotation(&self) -> &'static str {
+    pub fn remembered_annotation(&self) -> &'static str {
         self.declared().remembered
     }
 
     /// The control as the object has it.
-    fn control<'a>(&self, object: &'a Value) -> Option<&'a Value> {
-        at(object, self.control_path())
+    pub fn control<'a>(&self, object: &'a Value) -> Option<&'a Value> {
+        self.declared().control.of(object)
+    }
+
+    /// The value of the control that holds the rollout.
+    pub fn held_control(&self) -> Value {
+        self.declared().control.held()
+    }
+
+    /// Whether this value of the control already keeps pods from rolling.
+    pub fn stops_rollouts(&self, control: Option<&Value>) -> bool {
+        self.declared().control.stops_rollouts(control)
+    }
+
+    /// The value the API server gives the control when it is absent.
+    pub fn default_control(&self) -> Value {
+        self.declared().control.default()
+    }
+
+    /// Whether the API server accepts this value of the control.
+    pub fn accepts(&self, control: &Value) -> bool {
+        self.declared().control.accepts(control)
+    }
+
+    /// Whether setting a rolling control on a held workload asks for the release.
+    pub fn resume_releases(&self) -> bool {
+        self.declared().control.resume_releases()
+    }
+
+    /// Whether a rollout is under way (read from `oldObject`): a binding change then joins it.
+    pub fn rollout_in_progress(&self, old: &Value) -> bool {
+        self.declared().control.may_roll(self.control(old))
+            && old
+                .get("status")
+                .filter(|s| s.is_object())
+                .is_some_and(|status| self.rolling_out(old, status))
     }
 }
 

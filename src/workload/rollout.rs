@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::{generation_stale, Field, Json, Kind, StatusMember, Workload};
+use super::{generation_stale, Control, Field, Json, Kind, StatusMember, Workload};
 use super::{OBSERVED_GENERATION, READS_GENERATION, TEMPLATE};
 use crate::view::items;
 
@@ -32,7 +32,7 @@ const DECLARED: Kind = Kind {
     kind: "Rollout",
     resource: "rollouts",
     template: TEMPLATE,
-    control: super::pause::CONTROL,
+    control: Control::pause(&["spec", "paused"]),
     remembered: ORIGINAL_ROLLOUT_PAUSED_ANNOTATION,
     reads: &[READS_GENERATION, BLUE_GREEN, WORKLOAD_REF],
     // observedGeneration is a string of digits here, which an integer reading takes.
@@ -61,8 +61,6 @@ fn patch(namespace: &str, name: &str, patch: &str) -> String {
 }
 
 impl Workload for Rollout {
-    super::pause::held_with_a_pause!();
-
     fn declared(&self) -> &'static Kind {
         &DECLARED
     }
@@ -73,10 +71,7 @@ impl Workload for Rollout {
 
     /// Anything but a fully promoted canary: the controller has not caught up, a pause step or
     /// an abort holds it, or the current pod template is not yet the stable one.
-    fn rollout_in_progress(&self, old: &Value) -> bool {
-        let Some(status) = old.get("status").filter(|s| s.is_object()) else {
-            return false;
-        };
+    fn rolling_out(&self, old: &Value, status: &Value) -> bool {
         let paused = items(PAUSE_CONDITIONS.of(status)).next().is_some();
         let aborted = ABORT.of(status).and_then(Value::as_bool) == Some(true);
         let unpromoted = CURRENT_POD_HASH.of(status) != STABLE_RS.of(status);
@@ -106,6 +101,8 @@ mod tests {
     use crate::template::classify::{BindingDelta, ChangeKind};
     use serde_json::json;
 
+    const ROLLOUT: &dyn Workload = &Rollout;
+
     fn promoted() -> Value {
         json!({"metadata": {"generation": 3},
             "spec": {"strategy": {"canary": {"steps": [{"setWeight": 20}]}}, "template": {}},
@@ -115,7 +112,7 @@ mod tests {
 
     #[test]
     fn only_a_fully_promoted_canary_has_no_rollout_in_progress() {
-        assert!(!Rollout.rollout_in_progress(&promoted()));
+        assert!(!ROLLOUT.rollout_in_progress(&promoted()));
         for (member, value) in [
             ("observedGeneration", json!("2")),
             ("currentPodHash", json!("7f4c8d6b9")),
@@ -127,11 +124,11 @@ mod tests {
         ] {
             let mut r = promoted();
             r["status"][member] = value;
-            assert!(Rollout.rollout_in_progress(&r), "{member}");
+            assert!(ROLLOUT.rollout_in_progress(&r), "{member}");
         }
         let mut no_status = promoted();
         no_status.as_object_mut().map(|o| o.remove("status"));
-        assert!(!Rollout.rollout_in_progress(&no_status));
+        assert!(!ROLLOUT.rollout_in_progress(&no_status));
     }
 
     #[test]

@@ -2,10 +2,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::update_strategy::{
-    int32_at_least, percent_at_least, StrategyKind, CONTROL, ORIGINAL_STRATEGY_ANNOTATION,
-};
-use super::{generation_stale, replicas, Json, Kind, StatusMember};
+use super::update_strategy::{int32_at_least, percent_at_least, Strategy, PATH};
+use super::{generation_stale, kubectl_rollout, replicas, Control, Json, Kind, StatusMember};
+use super::{Workload, ORIGINAL_STRATEGY_ANNOTATION};
 use super::{OBSERVED_GENERATION, READS_GENERATION, READS_REPLICAS, TEMPLATE};
 
 pub struct StatefulSet;
@@ -14,38 +13,43 @@ const CURRENT_REVISION: StatusMember = StatusMember::new("currentRevision", Json
 const UPDATE_REVISION: StatusMember = StatusMember::new("updateRevision", Json::String);
 const UPDATED_REPLICAS: StatusMember = StatusMember::new("updatedReplicas", Json::Integer);
 
-impl StrategyKind for StatefulSet {
-    const DECLARED: Kind = Kind {
-        group: "apps",
-        version: "v1",
-        kind: "StatefulSet",
-        resource: "statefulsets",
-        template: TEMPLATE,
-        control: CONTROL,
-        remembered: ORIGINAL_STRATEGY_ANNOTATION,
-        reads: &[READS_GENERATION, READS_REPLICAS],
-        status: &[
-            OBSERVED_GENERATION,
-            CURRENT_REVISION,
-            UPDATE_REVISION,
-            UPDATED_REPLICAS,
-        ],
-    };
-    const ROLLING_FIELDS: &'static [&'static str] = &["partition", "maxUnavailable"];
+const DECLARED: Kind = Kind {
+    group: "apps",
+    version: "v1",
+    kind: "StatefulSet",
+    resource: "statefulsets",
+    template: TEMPLATE,
+    control: Control::strategy(PATH, &STRATEGY),
+    remembered: ORIGINAL_STRATEGY_ANNOTATION,
+    reads: &[READS_GENERATION, READS_REPLICAS],
+    status: &[
+        OBSERVED_GENERATION,
+        CURRENT_REVISION,
+        UPDATE_REVISION,
+        UPDATED_REPLICAS,
+    ],
+};
 
-    fn default_strategy(&self) -> Value {
-        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
-    }
+const STRATEGY: Strategy = Strategy {
+    default: || json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+    rolling_fields: &["partition", "maxUnavailable"],
+    accepts_rolling_update,
+};
 
-    /// `partition`: an int32 ≥ 0; `maxUnavailable`: a positive int32 or 1%–100%.
-    fn accepts_rolling_update(&self, fields: &Map<String, Value>) -> bool {
-        let partition = fields
-            .get("partition")
-            .is_none_or(|p| p.is_null() || int32_at_least(p, 0));
-        let max_unavailable = fields
-            .get("maxUnavailable")
-            .is_none_or(|m| m.is_null() || int32_at_least(m, 1) || percent_at_least(m, 1));
-        partition && max_unavailable
+/// `partition`: an int32 ≥ 0; `maxUnavailable`: a positive int32 or 1%–100%.
+fn accepts_rolling_update(fields: &Map<String, Value>) -> bool {
+    let partition = fields
+        .get("partition")
+        .is_none_or(|p| p.is_null() || int32_at_least(p, 0));
+    let max_unavailable = fields
+        .get("maxUnavailable")
+        .is_none_or(|m| m.is_null() || int32_at_least(m, 1) || percent_at_least(m, 1));
+    partition && max_unavailable
+}
+
+impl Workload for StatefulSet {
+    fn declared(&self) -> &'static Kind {
+        &DECLARED
     }
 
     /// The controller has not caught up, the revisions differ, or not every pod is updated.
@@ -57,13 +61,18 @@ impl StrategyKind for StatefulSet {
         let behind = UPDATED_REPLICAS.integer(status).unwrap_or(0) < replicas(old);
         generation_stale(old, status) || revisions_differ || behind
     }
+
+    fn restart_command(&self, namespace: &str, name: &str) -> String {
+        kubectl_rollout("restart", &DECLARED, namespace, name)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::workload::update_strategy as strategy;
-    use crate::workload::Workload;
+
+    const STATEFUL_SET: &dyn Workload = &StatefulSet;
 
     #[test]
     fn only_strategies_the_api_server_accepts_are_restorable() {
@@ -137,9 +146,9 @@ mod tests {
             (json!(null), false),
         ];
         for (strategy, want) in cases {
-            assert_eq!(StatefulSet.accepts(&strategy), want, "{strategy}");
+            assert_eq!(STATEFUL_SET.accepts(&strategy), want, "{strategy}");
         }
-        assert!(StatefulSet.accepts(&StatefulSet.default_control()));
+        assert!(STATEFUL_SET.accepts(&STATEFUL_SET.default_control()));
     }
 
     #[test]
@@ -148,7 +157,7 @@ mod tests {
             "updateStrategy": {"type": "RollingUpdate"}},
             "status": {"observedGeneration": 4, "currentRevision": "r1", "updateRevision": "r1",
                 "updatedReplicas": 3, "replicas": 3}});
-        assert!(!StatefulSet.rollout_in_progress(&base));
+        assert!(!STATEFUL_SET.rollout_in_progress(&base));
         let edits = [
             ("/status/observedGeneration", json!(3)),
             ("/status/updateRevision", json!("r2")),
@@ -157,15 +166,15 @@ mod tests {
         for (path, value) in edits {
             let mut sts = base.clone();
             *sts.pointer_mut(path).expect("field") = value;
-            assert!(StatefulSet.rollout_in_progress(&sts), "{path}");
+            assert!(STATEFUL_SET.rollout_in_progress(&sts), "{path}");
             sts["spec"]["updateStrategy"] = strategy::on_delete();
             assert!(
-                !StatefulSet.rollout_in_progress(&sts),
+                !STATEFUL_SET.rollout_in_progress(&sts),
                 "OnDelete never rolls: {path}"
             );
         }
         let mut no_status = base.clone();
         no_status.as_object_mut().expect("object").remove("status");
-        assert!(!StatefulSet.rollout_in_progress(&no_status));
+        assert!(!STATEFUL_SET.rollout_in_progress(&no_status));
     }
 }

@@ -1,69 +1,31 @@
 //! `spec.updateStrategy`, the control of the kinds that can hold a rollout with `OnDelete`
-//! (StatefulSet, DaemonSet): under `OnDelete` running pods keep running, and a pod created
-//! later comes from the current template, so it never mounts a deleted binding secret.
+//! (StatefulSet, DaemonSet): the strategy's shape, which the API server checks, and the
+//! number rules of its `rollingUpdate` fields.
 
 use serde_json::{json, Map, Value};
 
-use super::{kubectl_rollout, Field, Json, Kind, Workload};
-
 /// The replaced `spec.updateStrategy`, as JSON.
 pub const ORIGINAL_STRATEGY_ANNOTATION: &str = "restage-gate.io/original-update-strategy";
-/// `spec.updateStrategy`, the control.
-pub const CONTROL: Field = Field::new(&["spec", "updateStrategy"], Json::Object);
+/// `spec.updateStrategy`, where both kinds keep it.
+pub const PATH: &[&str] = &["spec", "updateStrategy"];
 const ON_DELETE: &str = "OnDelete";
 const ROLLING_UPDATE: &str = "RollingUpdate";
 
-/// What differs between the kinds held with `OnDelete`; the rest of [`Workload`] is shared.
-pub trait StrategyKind: Sync {
-    /// What the policy reads and writes of the kind.
-    const DECLARED: Kind;
-    /// The fields a `rollingUpdate` may have.
-    const ROLLING_FIELDS: &'static [&'static str];
-
+/// What differs between the kinds held with `OnDelete`: what the API server gives and accepts.
+#[derive(Debug)]
+pub struct Strategy {
     /// The strategy the API server gives a workload that names none.
-    fn default_strategy(&self) -> Value;
-
+    pub default: fn() -> Value,
+    /// The fields a `rollingUpdate` may have.
+    pub rolling_fields: &'static [&'static str],
     /// Whether the API server accepts these `rollingUpdate` fields (all of them known).
-    fn accepts_rolling_update(&self, fields: &Map<String, Value>) -> bool;
-
-    /// Whether a RollingUpdate is under way, read from `oldObject` and its `status` object.
-    fn rolling_out(&self, old: &Value, status: &Value) -> bool;
+    pub accepts_rolling_update: fn(&Map<String, Value>) -> bool,
 }
 
-impl<T: StrategyKind> Workload for T {
-    fn declared(&self) -> &'static Kind {
-        &T::DECLARED
-    }
-
-    fn held_control(&self) -> Value {
-        on_delete()
-    }
-
-    fn stops_rollouts(&self, control: Option<&Value>) -> bool {
-        is_on_delete(control)
-    }
-
-    fn default_control(&self) -> Value {
-        self.default_strategy()
-    }
-
-    fn accepts(&self, control: &Value) -> bool {
-        accepts(control, T::ROLLING_FIELDS, |fields| {
-            self.accepts_rolling_update(fields)
-        })
-    }
-
-    fn restart_command(&self, namespace: &str, name: &str) -> String {
-        kubectl_rollout("restart", &T::DECLARED, namespace, name)
-    }
-
-    /// Only a RollingUpdate rolls; OnDelete never does.
-    fn rollout_in_progress(&self, old: &Value) -> bool {
-        is_rolling(self.control(old))
-            && old
-                .get("status")
-                .filter(|s| s.is_object())
-                .is_some_and(|status| self.rolling_out(old, status))
+impl Strategy {
+    /// A strategy the API server accepts.
+    pub fn accepts(&self, strategy: &Value) -> bool {
+        accepts(strategy, self.rolling_fields, self.accepts_rolling_update)
     }
 }
 
@@ -72,12 +34,12 @@ pub fn on_delete() -> Value {
     json!({"type": ON_DELETE})
 }
 
-fn is_on_delete(strategy: Option<&Value>) -> bool {
+pub(super) fn is_on_delete(strategy: Option<&Value>) -> bool {
     strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some(ON_DELETE)
 }
 
 /// `RollingUpdate`, named or implied by an absent type.
-fn is_rolling(strategy: Option<&Value>) -> bool {
+pub(super) fn is_rolling(strategy: Option<&Value>) -> bool {
     strategy
         .and_then(|s| s.get("type"))
         .and_then(Value::as_str)

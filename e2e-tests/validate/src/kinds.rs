@@ -1,13 +1,14 @@
-//! DaemonSets and Deployments, on fixtures modelled on what the servicebinding.io projector
-//! writes into them: one table per kind, plus the Deployment rules that keep new pods off
-//! deleted binding secrets.
+//! Every kind the policy holds, on fixtures modelled on what the servicebinding.io projector
+//! writes into them: one decision table over every kind, plus the DaemonSet and Deployment
+//! rules that keep new pods off deleted binding secrets.
 
 use serde_json::{json, Value};
 
 use restage_gate::workload::kinds;
+use restage_gate_testkit::edit;
 use restage_gate_testkit::fixtures::{cache_binding, daemonset, deployment, orders_binding};
 use restage_gate_testkit::hold::marker_paths;
-use restage_gate_testkit::kinds::unbound;
+use restage_gate_testkit::kinds::{every, unbound};
 use restage_gate_testkit::projector::{bind, unbind, Binding};
 
 use super::{
@@ -21,74 +22,128 @@ fn scaled(object: Value) -> Value {
     with(object, |o| o["spec"]["replicas"] = json!(5))
 }
 
+/// The decision table over every kind the policy holds: each row's request on the kind's own
+/// fixture, and the outcome its declared control implies (a kind held by a pause rolls an
+/// unbind now and releases on its owner's resume; one held by its update strategy holds it).
 #[test]
-fn daemonsets_follow_the_decision_table() {
+fn every_kind_follows_the_decision_table() {
     use Expect::*;
-    let ds = daemonset;
-    let bound = || bind(ds(), &orders_binding());
-    let held_bound = || held(bound(), "+orders-db");
-    let rolling = || with(ds(), |d| d["status"]["updatedNumberScheduled"] = json!(2));
-    let unobserved = || with(ds(), |d| d["metadata"]["generation"] = json!(3));
-    let on_delete = |d: Value| {
-        with(d, |d| {
-            d["spec"]["updateStrategy"] = json!({"type": "OnDelete"})
-        })
-    };
-    let cases: Vec<(&str, Request, Expect)> = vec![
-        (
-            "bind",
-            update(ds(), bound()),
-            Mutated("held", hold_paths(kind_of(&daemonset()))),
-        ),
-        (
-            "unbind",
-            update(bound(), unbind(bound(), &orders_binding())),
-            Mutated("held", hold_paths(kind_of(&daemonset()))),
-        ),
-        (
-            "second bind while held",
-            update(held_bound(), bind(held_bound(), &cache_binding())),
-            Mutated("held", pending_path()),
-        ),
-        (
-            "no change while held",
-            update(held_bound(), held_bound()),
-            Noted("held"),
-        ),
-        ("wipe", update(bound(), ds()), Plain),
-        (
-            "wipe while held",
-            update(held_bound(), ds()),
-            Mutated("held", hold_paths(kind_of(&daemonset()))),
-        ),
-        (
-            "restage while held",
-            update(held_bound(), with(held_bound(), restarted)),
-            Mutated("released", hold_paths(kind_of(&daemonset()))),
-        ),
-        (
-            "bind during a rollout",
-            update(rolling(), bind(rolling(), &orders_binding())),
-            Plain,
-        ),
-        (
-            "bind before the controller observed the last spec change",
-            update(unobserved(), bind(unobserved(), &orders_binding())),
-            Plain,
-        ),
-        (
-            "bind with its own OnDelete",
-            update(on_delete(ds()), on_delete(bound())),
-            Plain,
-        ),
-        (
-            "reject mode bind",
-            update(ds(), bound()).settings(json!({"mode": "reject"})),
-            Rejected,
-        ),
+    for d in every() {
+        let kind = d.workload();
+        let fixture = || d.fixture();
+        let bound = || bind(fixture(), &orders_binding());
+        let held_bound = || held(bound(), "+orders-db");
+        // The controller has not yet acted on the newest spec.
+        let unobserved = || {
+            with(fixture(), |o| {
+                o["metadata"]["generation"] = json!(2);
+                o["status"]["observedGeneration"] = json!(1);
+            })
+        };
+        let stopped = |o: Value| d.stopped_by_owner(o);
+        let resumed = |o: Value| with(o, |o| edit::set(o, &d.control_path(), d.default_control()));
+        let hold = || hold_paths(kind);
+        let unbinds = |held: Expect| {
+            if d.holds_unbinds() {
+                held
+            } else {
+                Noted("rolling")
+            }
+        };
+        let mut cases: Vec<(&str, Request, Expect)> = vec![
+            ("bind", update(fixture(), bound()), Mutated("held", hold())),
+            (
+                "unbind",
+                update(bound(), unbind(bound(), &orders_binding())),
+                unbinds(Mutated("held", hold())),
+            ),
+            (
+                "second bind while held",
+                update(held_bound(), bind(held_bound(), &cache_binding())),
+                Mutated("held", pending_path()),
+            ),
+            (
+                "no change while held",
+                update(held_bound(), held_bound()),
+                Noted("held"),
+            ),
+            ("wipe", update(bound(), fixture()), Plain),
+            (
+                "restage while held",
+                update(held_bound(), with(held_bound(), restarted)),
+                Mutated("released", hold()),
+            ),
+            (
+                "bind before the controller observed the last spec change",
+                update(unobserved(), bind(unobserved(), &orders_binding())),
+                Plain,
+            ),
+            (
+                "bind while its owner stopped its rollouts",
+                update(stopped(fixture()), stopped(bound())),
+                Plain,
+            ),
+            (
+                "reject mode bind",
+                update(fixture(), bound()).settings(json!({"mode": "reject"})),
+                Rejected,
+            ),
+            (
+                "reject mode unbind",
+                update(bound(), unbind(bound(), &orders_binding()))
+                    .settings(json!({"mode": "reject"})),
+                Noted("rolling"),
+            ),
+        ];
+        if fixture().pointer("/spec/replicas").is_some() {
+            cases.push((
+                "scale while held",
+                update(held_bound(), scaled(held_bound())),
+                Noted("held"),
+            ));
+        }
+        if !d.holds_unbinds() {
+            cases.extend([
+                (
+                    "unbind while held",
+                    update(held_bound(), unbind(held_bound(), &orders_binding())),
+                    Mutated("released", hold()),
+                ),
+                (
+                    "its owner's resume while held",
+                    update(held_bound(), resumed(held_bound())),
+                    Mutated("released", marker_paths(kind)),
+                ),
+            ]);
+        } else {
+            cases.push((
+                "wipe while held",
+                update(held_bound(), fixture()),
+                Mutated("held", hold()),
+            ));
+        }
+        for (name, request, expect) in cases {
+            check(&format!("{d:?} {name}"), &request, expect);
+        }
+    }
+}
+
+/// A bind while a rollout is under way joins it, as each kind's `status` tells one.
+#[test]
+fn a_bind_during_a_rollout_rolls_with_it() {
+    let rolling = [
+        with(daemonset(), |d| {
+            d["status"]["updatedNumberScheduled"] = json!(2)
+        }),
+        with(deployment(), |d| {
+            d["status"]["conditions"][1]["reason"] = json!("ReplicaSetUpdated");
+        }),
+        // Scaled from 3 to 5 after the last template change: two replicas still to update.
+        with(deployment(), |d| d["spec"]["replicas"] = json!(5)),
     ];
-    for (name, request, expect) in cases {
-        check(&format!("DaemonSet {name}"), &request, expect);
+    for old in rolling {
+        let request = update(old.clone(), bind(old, &orders_binding()));
+        check("bind during a rollout", &request, Expect::Plain);
     }
 }
 
@@ -120,95 +175,6 @@ fn a_daemonset_hold_remembers_and_restores_its_own_strategy() {
         message.contains("kubectl rollout restart daemonset/log-shipper -n observability"),
         "{message}"
     );
-}
-
-#[test]
-fn deployments_follow_the_decision_table() {
-    use Expect::*;
-    let d = deployment;
-    let bound = || bind(d(), &orders_binding());
-    let held_bound = || held(bound(), "+orders-db");
-    let rolling = || {
-        with(d(), |d| {
-            d["status"]["conditions"][1]["reason"] = json!("ReplicaSetUpdated");
-        })
-    };
-    let unobserved = || with(d(), |d| d["metadata"]["generation"] = json!(4));
-    // Scaled from 3 to 5 after the last template change: two replicas still to update.
-    let behind = || with(d(), |d| d["spec"]["replicas"] = json!(5));
-    let paused = |d: Value| with(d, |d| d["spec"]["paused"] = json!(true));
-    let resumed = |d: Value| with(d, |d| d["spec"]["paused"] = json!(false));
-    let cases: Vec<(&str, Request, Expect)> = vec![
-        (
-            "bind",
-            update(d(), bound()),
-            Mutated("held", hold_paths(kind_of(&deployment()))),
-        ),
-        (
-            "second bind while held",
-            update(held_bound(), bind(held_bound(), &cache_binding())),
-            Mutated("held", pending_path()),
-        ),
-        (
-            "scale while held",
-            update(held_bound(), scaled(held_bound())),
-            Noted("held"),
-        ),
-        ("wipe", update(bound(), d()), Plain),
-        (
-            "restage while held",
-            update(held_bound(), with(held_bound(), restarted)),
-            Mutated("released", hold_paths(kind_of(&deployment()))),
-        ),
-        (
-            "rollout resume while held",
-            update(held_bound(), resumed(held_bound())),
-            Mutated("released", marker_paths(kind_of(&deployment()))),
-        ),
-        (
-            "unbind",
-            update(bound(), unbind(bound(), &orders_binding())),
-            Noted("rolling"),
-        ),
-        (
-            "unbind while held",
-            update(held_bound(), unbind(held_bound(), &orders_binding())),
-            Mutated("released", hold_paths(kind_of(&deployment()))),
-        ),
-        (
-            "bind during a rollout",
-            update(rolling(), bind(rolling(), &orders_binding())),
-            Plain,
-        ),
-        (
-            "bind before the controller observed the last spec change",
-            update(unobserved(), bind(unobserved(), &orders_binding())),
-            Plain,
-        ),
-        (
-            "bind while not every replica runs the current template",
-            update(behind(), bind(behind(), &orders_binding())),
-            Plain,
-        ),
-        (
-            "bind while its owner paused it",
-            update(paused(d()), paused(bound())),
-            Plain,
-        ),
-        (
-            "reject mode bind",
-            update(d(), bound()).settings(json!({"mode": "reject"})),
-            Rejected,
-        ),
-        (
-            "reject mode unbind",
-            update(bound(), unbind(bound(), &orders_binding())).settings(json!({"mode": "reject"})),
-            Noted("rolling"),
-        ),
-    ];
-    for (name, request, expect) in cases {
-        check(&format!("Deployment {name}"), &request, expect);
-    }
 }
 
 #[test]
@@ -274,7 +240,7 @@ fn a_deployment_remembered_paused_is_restored_only_when_valid() {
     );
     assert_eq!(
         r.mutated_object.expect("released")["spec"]["paused"],
-        Deployment.default_control()
+        Deployment.declared().control.default()
     );
 }
 

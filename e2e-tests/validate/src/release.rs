@@ -54,7 +54,7 @@ fn an_invalid_remembered_strategy_restores_the_api_default_and_says_so() {
         let sts = r.mutated_object.expect("released");
         assert_eq!(
             sts["spec"]["updateStrategy"],
-            StatefulSet.default_control(),
+            StatefulSet.declared().control.default(),
             "{strategy}"
         );
         let warning = r.warnings.expect("warning").join(" ");
@@ -136,11 +136,14 @@ fn a_hand_set_label_on_on_delete_remembers_the_api_default() {
     let remembered = annotation(&kept, ORIGINAL_STRATEGY_ANNOTATION).expect("remembered");
     assert_eq!(
         serde_json::from_str::<Value>(remembered).expect("JSON"),
-        StatefulSet.default_control()
+        StatefulSet.declared().control.default()
     );
     let released = update(old.clone(), with(old, restarted)).run();
     let sts = released.mutated_object.expect("released");
-    assert_eq!(sts["spec"]["updateStrategy"], StatefulSet.default_control());
+    assert_eq!(
+        sts["spec"]["updateStrategy"],
+        StatefulSet.declared().control.default()
+    );
 }
 
 fn release_requested(sts: Value) -> Value {
@@ -166,7 +169,10 @@ fn the_release_annotation_releases_a_held_workload_at_once() {
         }),
     );
     let sts = r.mutated_object.expect("released");
-    assert_eq!(sts["spec"]["updateStrategy"], StatefulSet.default_control());
+    assert_eq!(
+        sts["spec"]["updateStrategy"],
+        StatefulSet.declared().control.default()
+    );
     for key in [
         HELD_SINCE_ANNOTATION,
         PENDING_ANNOTATION,

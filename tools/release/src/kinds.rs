@@ -534,12 +534,16 @@ fn cel_map(kinds: &[HeldKind], indent: usize, value: impl Fn(&HeldKind) -> Strin
         .collect()
 }
 
-/// The field of `spec` that holds a kind: the admission policy compares spec field by field.
-fn spec_field(k: &HeldKind) -> Result<&str, String> {
+/// Where in `spec` a kind's control sits, as the admission policy compares spec: the member of
+/// spec that holds it, and the control's key within that member when it sits one level down
+/// (`""` when it is the member itself). The policy compares spec member by member; a nested
+/// control's member without the control, and the control on its own.
+fn spec_field(k: &HeldKind) -> Result<(&str, &str), String> {
     match &k.control[..] {
-        [spec, field] if spec == "spec" => Ok(field),
+        [spec, field] if spec == "spec" => Ok((field, "")),
+        [spec, field, member] if spec == "spec" => Ok((field, member)),
         other => Err(format!(
-            "{}: its control {} is not a field of spec, which the window job's admission policy compares",
+            "{}: its control {} is not a field of spec or of a member of spec, which the window job's admission policy compares",
             k.kind,
             other.join(".")
         )),
@@ -599,6 +603,11 @@ fn window_release(text: &str, kinds: &[HeldKind]) -> Result<String, String> {
     };
     let text = expression(&text, "control", &|i| {
         cel_map(kinds, i, |k| format!("'{}'", k.control[1]))
+    })?;
+    let text = expression(&text, "controlMember", &|i| {
+        cel_map(kinds, i, |k| {
+            format!("'{}'", k.control.get(2).map_or("", String::as_str))
+        })
     })?;
     let text = expression(&text, "heldControl", &|i| {
         cel_map(kinds, i, |k| format!("dyn({})", cel(&k.held)))
@@ -1120,7 +1129,8 @@ pub fn spaced(value: &Value) -> String {
 
 /// What the README's table of kinds says a kind is held with: `paused: true`.
 pub fn held_with(k: &HeldKind) -> String {
-    let field = k.control.last().map(String::as_str).unwrap_or_default();
+    // the control's path below spec, at whatever depth: `paused`, `updateStrategy.paused`
+    let field = k.control.get(1..).unwrap_or_default().join(".");
     format!("`{field}: {}`", spaced(&k.held))
 }
 

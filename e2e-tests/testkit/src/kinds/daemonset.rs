@@ -3,11 +3,11 @@
 use restage_gate::workload::{self, Workload};
 use serde_json::{json, Value};
 
-use super::{rolls, Controller, Owner, Pods, Scale, StrategyKind};
+use super::{rolls, Controller, Descriptor, Owner, Pods, Scale};
 
 pub struct DaemonSet;
 
-impl StrategyKind for DaemonSet {
+impl Descriptor for DaemonSet {
     fn workload(&self) -> &'static dyn Workload {
         &workload::DaemonSet
     }

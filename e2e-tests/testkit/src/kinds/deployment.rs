@@ -17,29 +17,9 @@ impl Descriptor for Deployment {
         crate::fixtures::deployment()
     }
 
-    fn hold_ops(&self) -> Vec<Value> {
-        vec![json!({"op": "add", "path": "/spec/paused", "value": true})]
-    }
-
-    fn restore_ops(&self) -> Vec<Value> {
-        vec![json!({"op": "replace", "path": "/spec/paused", "value": false})]
-    }
-
     /// `kubectl rollout restart` refuses a paused Deployment.
     fn apply_now(&self, namespace: &str, name: &str) -> String {
         format!("kubectl rollout resume deployment/{name} -n {namespace}")
-    }
-
-    fn restart(&self, namespace: &str, name: &str) -> String {
-        super::rollout_restart("deployment", namespace, name)
-    }
-
-    fn unbinds_roll_now(&self) -> Option<&'static str> {
-        Some("a paused Deployment would start new pods from the old template")
-    }
-
-    fn new_pods_see_held_changes(&self) -> bool {
-        false
     }
 
     fn owner(&self) -> Owner {
@@ -52,11 +32,6 @@ impl Descriptor for Deployment {
 
     fn scale_to_four(&self) -> &'static str {
         "kubectl scale --replicas 4"
-    }
-
-    fn stopped_by_owner(&self, mut object: Value) -> Value {
-        object["spec"]["paused"] = json!(true);
-        object
     }
 
     /// `kubectl rollout resume deployment/NAME`.

@@ -13,10 +13,12 @@ mod rollout;
 pub mod simulation;
 mod statefulset;
 
-use restage_gate::workload::{self, Workload};
+use std::collections::BTreeSet;
+
+use restage_gate::workload::{self, Held, Workload};
 use serde_json::{json, Value};
 
-use crate::edit::pointer;
+use crate::edit::{pointer, set};
 use crate::hold::marker_paths;
 pub use simulation::{Controller, Pod, Pods};
 
@@ -61,32 +63,17 @@ pub trait Descriptor: Sync {
     /// The unbound workload as a servicebinding.io runtime finds it.
     fn fixture(&self) -> Value;
 
-    /// The JSON Patch ops of a first hold on the control of [`Descriptor::fixture`] (markers
-    /// aside).
-    fn hold_ops(&self) -> Vec<Value>;
-
-    /// The JSON Patch ops a release makes from the held control back to the API default (which
-    /// every fixture runs with), markers aside.
-    fn restore_ops(&self) -> Vec<Value>;
-
-    /// The command a warning gives to apply held changes now.
-    fn apply_now(&self, namespace: &str, name: &str) -> String;
-
-    /// The command a reject-mode refusal gives to restart the workload with the change.
-    fn restart(&self, namespace: &str, name: &str) -> String;
-
-    /// Why a change that drops a binding secret (an unbind, a secret switch) rolls now, as the
-    /// warning ends; `None` for a kind that holds it like a bind.
-    fn unbinds_roll_now(&self) -> Option<&'static str>;
-
-    /// Whether a change that drops a binding secret is held like a bind.
-    fn holds_unbinds(&self) -> bool {
-        self.unbinds_roll_now().is_none()
+    /// The command a reject-mode refusal gives to restart the workload with the change:
+    /// `kubectl rollout restart`, unless the kind says otherwise.
+    fn restart(&self, namespace: &str, name: &str) -> String {
+        rollout_restart(&self.name().to_lowercase(), namespace, name)
     }
 
-    /// Whether a pod created while the workload is held (a scale, a deleted pod) starts from
-    /// the stored template, which has the held bindings; otherwise from the old one.
-    fn new_pods_see_held_changes(&self) -> bool;
+    /// The command a warning gives to apply held changes now: the restart, unless the kind
+    /// says otherwise.
+    fn apply_now(&self, namespace: &str, name: &str) -> String {
+        self.restart(namespace, name)
+    }
 
     /// Who writes the workload in the simulation.
     fn owner(&self) -> Owner;
@@ -96,10 +83,6 @@ pub trait Descriptor: Sync {
 
     /// A scale to four pods as a scenario's title says it.
     fn scale_to_four(&self) -> &'static str;
-
-    /// `object` with the owner's own control that keeps pods from rolling (`OnDelete`, a
-    /// pause), which the policy leaves alone.
-    fn stopped_by_owner(&self, object: Value) -> Value;
 
     /// `object` after the owner's own resume of a stopped rollout, for a kind where that is a
     /// command of its own (`kubectl rollout resume`); `None` for the others.
@@ -185,6 +168,63 @@ pub trait Descriptor: Sync {
             .pointer(&self.control_path())
             .cloned()
             .unwrap_or_else(|| self.default_control())
+    }
+
+    /// The JSON Patch ops of a first hold on the control of [`Descriptor::fixture`] (markers
+    /// aside), from the kind's declared control.
+    fn hold_ops(&self) -> Vec<Value> {
+        let fixture = self.fixture();
+        control_ops(
+            &self.control_path(),
+            fixture.pointer(&self.control_path()),
+            &self.held_control(),
+        )
+    }
+
+    /// The JSON Patch ops a release makes from the held control back to the API default (which
+    /// every fixture runs with), markers aside.
+    fn restore_ops(&self) -> Vec<Value> {
+        control_ops(
+            &self.control_path(),
+            Some(&self.held_control()),
+            &self.default_control(),
+        )
+    }
+
+    /// Why a change that drops a binding secret (an unbind, a secret switch) rolls now, as the
+    /// warning ends; `None` for a kind that holds it like a bind (held by its update strategy,
+    /// a pod recreated meanwhile takes the current template).
+    fn unbinds_roll_now(&self) -> Option<String> {
+        self.pauses().then(|| {
+            format!(
+                "a paused {} would start new pods from the old template",
+                self.name()
+            )
+        })
+    }
+
+    /// Whether a change that drops a binding secret is held like a bind.
+    fn holds_unbinds(&self) -> bool {
+        self.unbinds_roll_now().is_none()
+    }
+
+    /// Whether a pod created while the workload is held (a scale, a deleted pod) starts from
+    /// the stored template, which has the held bindings (an update strategy's hold); otherwise
+    /// from the old one (a pause's).
+    fn new_pods_see_held_changes(&self) -> bool {
+        !self.pauses()
+    }
+
+    /// `object` with the owner's own control that keeps pods from rolling (`OnDelete`, a
+    /// pause), which the policy leaves alone.
+    fn stopped_by_owner(&self, mut object: Value) -> Value {
+        set(&mut object, &self.control_path(), self.held_control());
+        object
+    }
+
+    /// Whether the kind is held with a pause flag.
+    fn pauses(&self) -> bool {
+        matches!(self.workload().declared().control.held, Held::Pause)
     }
 
     /// The paths a first hold changes on the fixture: the markers and the control's.
@@ -276,80 +316,26 @@ fn rollout_restart(resource: &str, namespace: &str, name: &str) -> String {
     format!("kubectl rollout restart {resource}/{name} -n {namespace}")
 }
 
-/// What differs between the kinds held with `updateStrategy: OnDelete`; the rest of
-/// [`Descriptor`] is shared: a first hold replaces a RollingUpdate with OnDelete, an unbind is
-/// held (a pod recreated meanwhile takes the current template), `kubectl rollout restart`
-/// applies held changes, and the owner's own control is OnDelete.
-trait StrategyKind: Sync {
-    fn workload(&self) -> &'static dyn Workload;
-    fn fixture(&self) -> Value;
-    fn owner(&self) -> Owner;
-    fn scale(&self) -> Scale;
-    fn scale_to_four(&self) -> &'static str;
-    fn controller(&self) -> Box<dyn Controller>;
-}
-
-impl<T: StrategyKind> Descriptor for T {
-    fn workload(&self) -> &'static dyn Workload {
-        StrategyKind::workload(self)
-    }
-
-    fn fixture(&self) -> Value {
-        StrategyKind::fixture(self)
-    }
-
-    /// RollingUpdate with parameters → OnDelete, parameters removed.
-    fn hold_ops(&self) -> Vec<Value> {
-        vec![
-            json!({"op": "remove", "path": "/spec/updateStrategy/rollingUpdate"}),
-            json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "OnDelete"}),
-        ]
-    }
-
-    /// OnDelete → the API default, a RollingUpdate with parameters.
-    fn restore_ops(&self) -> Vec<Value> {
-        let default = self.default_control();
-        vec![
-            json!({"op": "add", "path": "/spec/updateStrategy/rollingUpdate", "value": default["rollingUpdate"]}),
-            json!({"op": "replace", "path": "/spec/updateStrategy/type", "value": "RollingUpdate"}),
-        ]
-    }
-
-    fn apply_now(&self, namespace: &str, name: &str) -> String {
-        rollout_restart(&self.name().to_lowercase(), namespace, name)
-    }
-
-    fn restart(&self, namespace: &str, name: &str) -> String {
-        self.apply_now(namespace, name)
-    }
-
-    fn unbinds_roll_now(&self) -> Option<&'static str> {
-        None
-    }
-
-    fn new_pods_see_held_changes(&self) -> bool {
-        true
-    }
-
-    fn owner(&self) -> Owner {
-        StrategyKind::owner(self)
-    }
-
-    fn scale(&self) -> Scale {
-        StrategyKind::scale(self)
-    }
-
-    fn scale_to_four(&self) -> &'static str {
-        StrategyKind::scale_to_four(self)
-    }
-
-    fn stopped_by_owner(&self, mut object: Value) -> Value {
-        object["spec"]["updateStrategy"] = json!({"type": "OnDelete"});
-        object
-    }
-
-    fn controller(&self) -> Box<dyn Controller> {
-        StrategyKind::controller(self)
+/// The JSON Patch ops that take a control at `path` from `from` (`None`: absent) to `to`: an
+/// object member by member, in key order as the policy's patch lists them.
+fn control_ops(path: &str, from: Option<&Value>, to: &Value) -> Vec<Value> {
+    match (from, to) {
+        (None, _) => vec![json!({"op": "add", "path": path, "value": to})],
+        (Some(Value::Object(from)), Value::Object(to)) => {
+            let keys: BTreeSet<&String> = from.keys().chain(to.keys()).collect();
+            keys.into_iter()
+                .flat_map(|key| {
+                    let path = format!("{path}/{key}");
+                    match (from.get(key), to.get(key)) {
+                        (Some(_), None) => vec![json!({"op": "remove", "path": path})],
+                        (old, Some(new)) if old != Some(new) => control_ops(&path, old, new),
+                        _ => Vec::new(),
+                    }
+                })
+                .collect()
+        }
+        (Some(from), to) if from == to => Vec::new(),
+        (Some(_), _) => vec![json!({"op": "replace", "path": path, "value": to})],
     }
 }
 

@@ -18,14 +18,6 @@ impl Descriptor for Rollout {
         crate::fixtures::fixture("workloads/rollout-unbound.json")
     }
 
-    fn hold_ops(&self) -> Vec<Value> {
-        vec![json!({"op": "add", "path": "/spec/paused", "value": true})]
-    }
-
-    fn restore_ops(&self) -> Vec<Value> {
-        vec![json!({"op": "replace", "path": "/spec/paused", "value": false})]
-    }
-
     /// kubectl's `rollout` verbs do not know a Rollout: unpausing is a patch.
     fn apply_now(&self, namespace: &str, name: &str) -> String {
         format!(
@@ -38,14 +30,6 @@ impl Descriptor for Rollout {
         format!(
             r#"kubectl patch rollout/{name} -n {namespace} --type merge -p '{{"spec":{{"template":{{"metadata":{{"annotations":{{"kubectl.kubernetes.io/restartedAt":"'"$(date -u +%FT%TZ)"'"}}}}}}}}}}'"#
         )
-    }
-
-    fn unbinds_roll_now(&self) -> Option<&'static str> {
-        Some("a paused Rollout would start new pods from the old template")
-    }
-
-    fn new_pods_see_held_changes(&self) -> bool {
-        false
     }
 
     fn owner(&self) -> Owner {
@@ -66,11 +50,6 @@ impl Descriptor for Rollout {
 
     fn resume_command(&self) -> &'static str {
         "Argo CD's resume action"
-    }
-
-    fn stopped_by_owner(&self, mut object: Value) -> Value {
-        object["spec"]["paused"] = json!(true);
-        object
     }
 
     /// Argo CD's resume action, or `kubectl patch` with `{"spec":{"paused":false}}`.

@@ -235,7 +235,7 @@ fn assert_denied(old: &Value, stored: &Value, changed: &[&str], kind: impl std::
 
 /// The control's field as the message names it: `spec.updateStrategy`.
 fn control_field(kind: &'static dyn Workload) -> String {
-    control_path(kind).replacen("/spec/", "spec.", 1)
+    kind.control_path().join(".")
 }
 
 /// What a release removes, as the message names it: the label and every annotation of a hold.
@@ -492,10 +492,17 @@ fn the_admission_policy_knows_each_kinds_control_and_its_held_value() {
     for kind in kinds() {
         let old = held_workload(kind);
         let review = job_request(&old, &old);
-        let path = control_path(kind);
-        let field = path.strip_prefix("/spec/").expect("a field of spec");
-        assert!(!field.contains('/'), "{path}: a field of spec itself");
-        assert_eq!(policy.variable(&review, "control"), json!(field), "{kind}");
+        let (member, nested) = match kind.control_path() {
+            ["spec", member] => (*member, ""),
+            ["spec", member, nested] => (*member, *nested),
+            other => panic!("{other:?}: a field of spec or of a member of spec"),
+        };
+        assert_eq!(policy.variable(&review, "control"), json!(member), "{kind}");
+        assert_eq!(
+            policy.variable(&review, "controlMember"),
+            json!(nested),
+            "{kind}"
+        );
         assert_eq!(
             policy.variable(&review, "heldControl"),
             held_control(kind),
@@ -681,12 +688,7 @@ fn a_control_change_without_a_release_is_denied() {
         let control = control_path(kind);
         let stored = with(old.clone(), |o| set(o, &control, default_control(kind)));
         assert!(is_held(&stored));
-        assert_denied(
-            &old,
-            &stored,
-            &[&control.replacen("/spec/", "spec.", 1)],
-            kind,
-        );
+        assert_denied(&old, &stored, &[&control_field(kind)], kind);
     }
 }
 
