@@ -5,9 +5,8 @@
 //! and base64ing the JSONPatch of a mutated object, and free what it built), the same without
 //! building the payload, and the guest's call alone; then each part on its own; then the whole
 //! path on a fresh instance per request (instantiate the module, the whole path, drop the
-//! instance), as policy-server evaluates. Wall time on a shared machine moves by tens of
-//! percent between runs; instruction counts repeat, so these tables show what a change to the
-//! policy costs.
+//! instance), as policy-server evaluates. Wall time on a shared machine varies between runs;
+//! instruction counts repeat, so these tables show what a change to the policy costs.
 //!
 //! Without arguments it runs itself under valgrind once per case, module and path; with
 //! `--calls <module> <case index> <calls>` it only makes the calls to count on one long-lived
