@@ -399,25 +399,27 @@ webhook-server:
 # POLICY_SERVER=path/to/policy-server runs them through a real policy-server. The scenarios'
 # parallel subtests spend their time waiting on controllers, so more of them run at once than
 # the machine has cores (-parallel).
-test-control-plane: policy.wasm
+# A real policy-server runs only an annotated module (its metadata names the waPC protocol).
+SERVED_MODULE := $(if $(POLICY_SERVER),annotated-policy.wasm,policy.wasm)
+test-control-plane: $(SERVED_MODULE)
 	@if ! $(go_usable); then $(call go_missing,the control-plane scenarios); exit 0; fi; \
 	$(MAKE) --no-print-directory control-plane webhook-server; \
 	if [ "$(HELM)" = "$(HELM_BUILT)" ]; then $(MAKE) --no-print-directory $(HELM_BUILT); fi; \
 	cd $(CONTROL_PLANE_DIR); \
 	unformatted=$$("$$(dirname "$$(command -v $(GO))")/gofmt" -l .); [ -z "$$unformatted" ] || { echo "gofmt: not formatted: $$unformatted"; exit 1; }; \
 	$(GO) vet ./...; \
-	PATH=$(dir $(GO)):$$PATH CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/policy.wasm HELM=$(HELM) \
-	  $(GO) test -count=1 -p 1 -timeout 30m ./...
+	PATH=$(dir $(GO)):$$PATH CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/$(SERVED_MODULE) HELM=$(HELM) \
+	  $(GO) test -count=1 -p 1 -parallel 16 -timeout 30m ./...
 
 # A playground: the same control plane with restage-gate (policy.yaml, as the README installs it)
 # and the binding runtime, in the background. Its last line is the KUBECONFIG for kubectl.
-cluster-up: policy.wasm
+cluster-up: $(SERVED_MODULE)
 	@if ! $(go_usable); then $(call go_missing,cluster-up); exit 1; fi
 	@$(MAKE) --no-print-directory control-plane webhook-server
 	@mkdir -p $(CLUSTER_DIR)
 	@echo "== starting the control plane in $(CLUSTER_DIR) (its logs: $(CLUSTER_DIR)/logs)"
 	@rm -f $(CLUSTER_DIR)/ready
-	@PATH=$(dir $(GO)):$$PATH setsid $(CONTROL_PLANE) up --dir $(CLUSTER_DIR) --wasm $(CURDIR)/policy.wasm --webhook-server $(WEBHOOK_SERVER) \
+	@PATH=$(dir $(GO)):$$PATH setsid $(CONTROL_PLANE) up --dir $(CLUSTER_DIR) --wasm $(CURDIR)/$(SERVED_MODULE) --webhook-server $(WEBHOOK_SERVER) \
 	  $${POLICY_SERVER:+--policy-server $$POLICY_SERVER} > $(CLUSTER_DIR)/up.log 2>&1 < /dev/null &
 	@for i in $$(seq 1 600); do [ -f $(CLUSTER_DIR)/ready ] && break; \
 	  if ! pgrep -F $(CLUSTER_DIR)/up.pid >/dev/null 2>&1 && [ $$i -gt 20 ]; then cat $(CLUSTER_DIR)/up.log; exit 1; fi; sleep 0.5; done
