@@ -5,10 +5,11 @@
 //! maintenance window opens (see docs/design.md).
 
 // The policy's rules.
+mod admission;
 pub mod clock;
+mod decision;
 pub mod markers;
 mod pending;
-mod policy;
 mod request;
 mod response;
 mod settings;
@@ -32,7 +33,8 @@ pub mod oracle;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::policy::{decide, Admission};
+    pub use crate::admission::Admission;
+    pub use crate::decision::decide;
     pub use crate::response::{edit, BEFORE_SLOT, NO_WINDOW};
     pub use crate::settings::Settings;
     pub use crate::template::compare::compare;
@@ -42,7 +44,7 @@ pub mod internals {
     /// An object's JSON as the policy reads a request's `oldObject`: the members its read plan
     /// names, `status` included.
     pub fn read_as_old_object(text: &str) -> Option<serde_json::Value> {
-        raw::read_object(text, &crate::policy::read_plan(), true).map(|o| o.read)
+        raw::read_object(text, &crate::admission::read_plan(), true).map(|o| o.read)
     }
 }
 

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::admission::Admission;
 use crate::clock::UtcTime;
-use crate::policy::{decide_with, Admission};
+use crate::decision::decide_with;
 use crate::response::{respond, unreadable};
 use crate::settings::Settings;
 use crate::template::artefacts::{ArtefactRules, Artefacts};

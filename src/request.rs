@@ -1,8 +1,9 @@
 //! One request answered: read as the policy's plan says, decided, and the answer written
 //! around the request's own text.
 
+use crate::admission::{read_plan, Admission};
 use crate::clock::UtcTime;
-use crate::policy::{decide, read_plan, Admission};
+use crate::decision::decide;
 use crate::response::{respond, unreadable};
 use crate::settings::Settings;
 use crate::workload;

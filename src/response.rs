@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
+use crate::decision::Decision;
 use crate::markers;
-use crate::policy::Decision;
 use crate::view::Unwritable;
 use crate::workload;
 use raw::Answer;

@@ -1,5 +1,5 @@
 //! The workload kinds a servicebinding.io runtime projects into, one file each behind one
-//! small interface. The decision table (`policy.rs`) asks the kind how to hold, release and
+//! small interface. The decision table (`decision.rs`) asks the kind how to hold, release and
 //! read a rollout; everything that differs between kinds lives here.
 //!
 //! A kind is declared once: its file's [`Kind`] says what the policy reads and writes of it,

@@ -47,6 +47,16 @@ pub fn hold_paths(kind: &dyn Workload) -> Vec<String> {
     descriptors::of_kind(kind).hold_paths()
 }
 
+/// Settings with a maintenance window open at [`NOW`].
+pub fn window_open() -> Value {
+    json!({"maintenanceWindows": [{"days": ["Wed"], "start": "16:00", "end": "17:00"}]})
+}
+
+/// Settings with a maintenance window, none open at [`NOW`].
+pub fn window_closed() -> Value {
+    json!({"maintenanceWindows": [{"days": ["Sat", "Sun"], "start": "02:00", "end": "04:00"}]})
+}
+
 /// The kind a fixture object is of, as the API names it.
 pub fn kind_of(object: &Value) -> &'static dyn Workload {
     restage_gate_testkit::hold::kind_of(object)
@@ -75,6 +85,16 @@ pub fn runner_write(current: &Value) -> Value {
 /// A rolling deploy: process version 1 with a new droplet.
 pub fn rolling_deploy(sts: &mut Value) {
     korifi::new_version(sts, 1);
+}
+
+/// The app's StatefulSet at three replicas, one of them on the new revision: a rollout under
+/// way.
+pub fn in_rollout() -> Value {
+    with(unbound(), |s| {
+        s["status"] = json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 1,
+            "currentRevision": "app-5d8f", "updateRevision": "app-7c9a"});
+        s["spec"]["replicas"] = json!(3);
+    })
 }
 
 /// `kubectl rollout restart`.
