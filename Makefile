@@ -160,14 +160,16 @@ demo: policy.wasm
 	  $(DEMO) -- policy.wasm e2e-tests/requests; \
 	fi
 
-# Every list of kinds users read, written from the kinds table (restage_gate::workload::KINDS):
+# The kinds table (src/workload/kinds/mod.rs) and the test kit's descriptors, listed from their
+# folders' files; then every list of kinds users read, written from the kinds table:
 # the webhook rules of metadata.yml and of the chart's policies, artifacthub-pkg.yml, the chart's
 # window job (and its template for each group of custom resources), the lists and commands in
 # README.md and docs/install.md, and the uninstall commands; then `make manifests` renders the
 # top-level manifests. `make test` fails while one is stale (tools/release/tests/kinds.rs,
 # check-chart).
 .PHONY: kinds
-kinds:
+kinds: release-tool
+	$(RELEASE) kind-modules
 	BLESS=1 $(CARGO) test --locked --quiet -p restage-gate-release --test kinds -- --exact every_generated_kind_list_is_the_kinds_tables
 
 # The settings of every ClusterAdmissionPolicy (and AdmissionPolicy) in POLICY, or of the

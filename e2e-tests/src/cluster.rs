@@ -3,7 +3,7 @@
 //! webhooks in configuration-name order, then validating), the servicebinding.io projector
 //! webhook and reconciler, Korifi's statefulset-runner, kubectl, restage-gate's window job, and
 //! the workload's controller with its pods, which its kind's test-kit descriptor brings
-//! (`restage_gate_testkit::kinds`).
+//! (`restage_gate_testkit::descriptor`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -11,12 +11,13 @@ use restage_gate::markers::{RELEASE_ANNOTATION, RELEASE_IN_WINDOW};
 use restage_gate_evaluation::admission::Outcome;
 use restage_gate_evaluation::guest::Guest;
 use restage_gate_testkit::admission::{request, validation_request};
+use restage_gate_testkit::descriptor::{self, Descriptor, Owner, Scale};
 use restage_gate_testkit::hold;
-use restage_gate_testkit::kinds::{self, Descriptor, Owner, Scale};
 use restage_gate_testkit::korifi::{desired, runner_write};
 use restage_gate_testkit::kubectl;
 use restage_gate_testkit::pod::mounted_secrets;
 use restage_gate_testkit::projector::{project, unproject, Binding};
+use restage_gate_testkit::simulation::{Controller, Pods};
 use serde_json::{json, Value};
 
 use crate::host::Module;
@@ -159,10 +160,10 @@ pub type Kind = &'static dyn Descriptor;
 
 /// Every kind the policy holds, in the order of its kinds table.
 pub fn every_kind() -> Vec<Kind> {
-    kinds::every()
+    descriptor::every()
 }
 
-pub use restage_gate_testkit::kinds::Pod;
+pub use restage_gate_testkit::simulation::Pod;
 
 /// A write the API server refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,7 +189,7 @@ pub struct Cluster {
     /// Pod templates by revision, in the order the controller first saw them.
     revisions: Vec<Value>,
     /// The kind's controller (out of its place while it reconciles).
-    controller: Option<Box<dyn kinds::Controller>>,
+    controller: Option<Box<dyn Controller>>,
     /// A kind that runs a pod per node: the nodes.
     nodes: usize,
     pub pods: Vec<Pod>,
@@ -785,7 +786,7 @@ impl Cluster {
     }
 }
 
-impl kinds::Pods for Cluster {
+impl Pods for Cluster {
     fn fill(&mut self, count: usize, revision: usize) {
         Cluster::fill(self, count, revision);
     }

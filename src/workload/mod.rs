@@ -2,15 +2,13 @@
 //! small interface. The decision table (`decision.rs`) asks the kind how to hold, release and
 //! read a rollout; everything that differs between kinds lives here.
 //!
-//! A kind is declared once: its file's [`Kind`] says what the policy reads and writes of it,
-//! and its row in [`KINDS`] makes the policy hold it. The request's reader, the markers a
-//! release removes, the manifests' rules and the tests all follow the table.
+//! A kind is declared once, in its file in `kinds/`: its [`Kind`] says what the policy reads and
+//! writes of it, and `make kinds` lists the file in [`KINDS`], which makes the policy hold it.
+//! The request's reader, the markers a release removes, the manifests' rules and the tests all
+//! follow the table.
 
 mod control;
-mod daemonset;
-mod deployment;
-mod rollout;
-mod statefulset;
+mod kinds;
 mod update_strategy;
 
 use serde_json::Value;
@@ -20,16 +18,8 @@ use crate::template::classify::Change;
 use crate::view::{at, set_at, Unwritable};
 
 pub use control::{Control, Held};
-pub use daemonset::DaemonSet;
-pub use deployment::{Deployment, ORIGINAL_PAUSED_ANNOTATION};
-pub use rollout::{Rollout, ORIGINAL_ROLLOUT_PAUSED_ANNOTATION};
-pub use statefulset::StatefulSet;
+pub use kinds::*;
 pub use update_strategy::{Strategy, ORIGINAL_STRATEGY_ANNOTATION};
-
-/// Every kind the policy holds. ReplicaSets, ReplicationControllers and CronJobs restart
-/// nothing on a template change, and a Job's template is immutable: they are not here, and
-/// the policy accepts them unchanged.
-pub const KINDS: [&dyn Workload; 4] = [&StatefulSet, &DaemonSet, &Deployment, &Rollout];
 
 /// What the policy knows of a kind, besides how it behaves ([`Workload`]).
 #[derive(Debug)]
@@ -371,10 +361,10 @@ mod tests {
             "Pod",
             "",
         ] {
-            assert!(
-                of("apps", kind).is_none() && of("batch", kind).is_none(),
-                "{kind}"
-            );
+            let groups = kinds().map(|w| w.declared().group).chain(["batch"]);
+            for group in groups {
+                assert!(of(group, kind).is_none(), "{group}/{kind}");
+            }
         }
     }
 
@@ -422,10 +412,10 @@ mod tests {
         // Which verb restarts or resumes differs by kind (kubectl's `rollout` knows only the
         // built-in kinds); each command names the object as kubectl does.
         for w in kinds() {
-            let object = [" ", &w.kind().to_ascii_lowercase(), "/orders -n apps"].concat();
+            let object = [" ", &w.kind().to_ascii_lowercase(), "/orders -n shop"].concat();
             for command in [
-                w.restart_command("apps", "orders"),
-                w.apply_held_now("apps", "orders"),
+                w.restart_command("shop", "orders"),
+                w.apply_held_now("shop", "orders"),
             ] {
                 assert!(
                     command.starts_with("kubectl ") && command.contains(&object),

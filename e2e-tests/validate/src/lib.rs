@@ -14,8 +14,8 @@ mod validate;
 
 use kubewarden_policy_sdk::response::ValidationResponse;
 use restage_gate_testkit::admission::{request_for, validation_request};
+use restage_gate_testkit::descriptor as descriptors;
 use restage_gate_testkit::hold::annotation_path;
-use restage_gate_testkit::kinds as descriptors;
 use restage_gate_testkit::korifi;
 use restage_gate_testkit::kubectl;
 use serde_json::{json, Value};

@@ -238,7 +238,10 @@ fn held_workloads() -> impl Iterator<Item = (&'static dyn Workload, Value)> {
     restage_gate::workload::kinds().map(|kind| {
         (
             kind,
-            held(restage_gate_testkit::kinds::unbound(kind), "+orders-db"),
+            held(
+                restage_gate_testkit::descriptor::unbound(kind),
+                "+orders-db",
+            ),
         )
     })
 }

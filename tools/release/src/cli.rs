@@ -10,6 +10,7 @@
 //! restage-gate-release verify REGISTRY/REPOSITORY(:TAG|@DIGEST) cosign.pub [TRANSPORT]
 //! restage-gate-release artifacthub METADATA.yml QUESTIONS-UI.yml NOW [EXISTING-artifacthub-pkg.yml]
 //! restage-gate-release check-versions [PROJECT-DIR]
+//! restage-gate-release kind-modules [PROJECT-DIR]      (`make kinds`' first step)
 //! ```
 //!
 //! Registries are reached over HTTPS, and plain HTTP for loopback ones. TRANSPORT changes that:
@@ -28,9 +29,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::oci::{self, Sources, Transport};
-use crate::{metadata, versions};
+use crate::{kind_modules, metadata, versions};
 
-const USAGE: &str = "usage: restage-gate-release annotate|push|pull|keys|sign|verify|artifacthub|check-versions … [--sources-path FILE | --allow-http] (see tools/release/src/cli.rs)";
+const USAGE: &str = "usage: restage-gate-release annotate|push|pull|keys|sign|verify|artifacthub|check-versions|kind-modules … [--sources-path FILE | --allow-http] (see tools/release/src/cli.rs)";
 
 fn read(path: &str) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
@@ -116,6 +117,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 "versions disagree with Cargo.toml:\n  {}",
                 problems.join("\n  ")
             ))
+        }
+        ["kind-modules", rest @ ..] => {
+            let root = rest
+                .first()
+                .map_or_else(|| PathBuf::from("."), PathBuf::from);
+            for file in kind_modules::write(&root)? {
+                println!("{file}: written from its folder's files");
+            }
+            Ok(())
         }
         _ => Err(USAGE.into()),
     }

@@ -1,5 +1,5 @@
 //! A kind is one unit: what differs between kinds is answered by the kind, in its file of
-//! `src/workload/` and its test-kit descriptor (`e2e-tests/testkit/src/kinds/`). Code elsewhere
+//! `src/workload/kinds/` and its test-kit descriptor (`e2e-tests/testkit/src/kinds/`). Code elsewhere
 //! that names a kind or an API group as a string (`"Deployment"`, `"apps"`, `"apps/v1"`) decides
 //! by kind behind the kind's back, and a kind added later would be missed there. This check reads
 //! every `.rs` file of the workspace as Rust tokens and refuses such a string literal outside
@@ -14,7 +14,7 @@ use proc_macro2::{TokenStream, TokenTree};
 use crate::repository;
 
 /// Where a kind may be named: its own files.
-const KIND_FILES: &[&str] = &["src/workload/", "e2e-tests/testkit/src/kinds/"];
+const KIND_FILES: &[&str] = &["src/workload/kinds/", "e2e-tests/testkit/src/kinds/"];
 /// Directories that hold no code of the workspace.
 const NOT_CODE: &[&str] = &["target", ".git", "artifacts", "corpus"];
 /// This check, which names the kinds it looks for.
@@ -123,9 +123,9 @@ fn no_code_outside_a_kinds_files_names_a_kind_or_an_api_group() {
     let found = kind_names_outside_kind_files(&repository::root());
     assert!(
         found.is_empty(),
-        "code names a kind or an API group as a string outside src/workload/ and \
+        "code names a kind or an API group as a string outside src/workload/kinds/ and \
          e2e-tests/testkit/src/kinds/; ask the kind (restage_gate::workload) or its test-kit \
-         descriptor (restage_gate_testkit::kinds) instead:\n{}",
+         descriptor (restage_gate_testkit::descriptor) instead:\n{}",
         found.join("\n")
     );
 }

@@ -197,7 +197,7 @@ pub fn groups(kinds: &[HeldKind]) -> Vec<Group<'_>> {
 
 /// The files `make kinds` writes, from the top of the repository, besides the chart's window
 /// job template for each group that not every cluster serves ([`Group::window_release_file`]).
-pub const FILES: [&str; 7] = [
+pub const FILES: [&str; 8] = [
     "metadata.yml",
     CHART_HELPERS,
     CHART_WINDOW_RELEASE,
@@ -205,6 +205,7 @@ pub const FILES: [&str; 7] = [
     "README.md",
     "docs/install.md",
     "docs/uninstall.md",
+    "docs/design.md",
 ];
 
 /// A generated file as it is and as the kinds table makes it; `None` for a file that is not
@@ -264,6 +265,7 @@ pub fn generate(
                 replace_block(&text, file, "upgrade-held", &held_list(kinds, markers, ""))?
             }
             "docs/uninstall.md" => uninstall(&now, kinds, markers)?,
+            "docs/design.md" => replace_block(&now, file, "design-kinds", &design_table(kinds))?,
             other => return Err(format!("{other}: not generated")),
         };
         out.push(Generated {
@@ -1132,6 +1134,22 @@ pub fn held_with(k: &HeldKind) -> String {
     // the control's path below spec, at whatever depth: `paused`, `updateStrategy.paused`
     let field = k.control.get(1..).unwrap_or_default().join(".");
     format!("`{field}: {}`", spaced(&k.held))
+}
+
+/// The design notes' table of held kinds: how each is held and released, and the control the
+/// API server gives it when absent (the default a release restores when nothing is remembered).
+fn design_table(kinds: &[HeldKind]) -> String {
+    let mut out = String::from("| kind | hold | release | API default |\n|---|---|---|---|\n");
+    for k in kinds {
+        out.push_str(&format!(
+            "| {} | {} | restore `{}` | `{}` |\n",
+            k.kind,
+            held_with(k),
+            k.remembered,
+            spaced(&k.default)
+        ));
+    }
+    out
 }
 
 /// Where the README's table of kinds (the one headed `| kind | held with |`) disagrees with

@@ -4,6 +4,7 @@
 //! other: versions, the install manifests, the settings form, the workflows.
 
 pub mod cli;
+pub mod kind_modules;
 mod kind_names;
 pub mod kinds;
 pub mod manifests;

@@ -1,7 +1,7 @@
 //! The kinds the module holds (`restage_gate::workload::KINDS`) are the kinds the project's
 //! files name: every list `make kinds` writes (`restage_gate_release::kinds`) is the table's,
 //! the webhook rules of `metadata.yml`, of every install manifest and of `artifacthub-pkg.yml`
-//! read as Kubernetes reads them, the README's table of kinds and the design notes' rows. A
+//! read as Kubernetes reads them, the README's table of kinds and the design notes' table. A
 //! kind added to the table and forgotten in a file, or the other way round, fails here.
 
 use std::collections::BTreeSet;
@@ -463,21 +463,4 @@ fn the_readme_table_of_kinds_has_a_row_per_kind_held_as_the_kind_holds_it() {
     );
     let wrong = read("README.md").replacen("| `paused: true` |", "| `paused: false` |", 1);
     assert_eq!(generated::kind_table_problems(&wrong, &held()).len(), 1);
-}
-
-#[test]
-fn the_design_notes_have_a_row_for_every_kind_held() {
-    let design = read("docs/design.md");
-    let section = design
-        .split("\n## ")
-        .find(|s| s.starts_with("10. Workload kinds"))
-        .expect("design.md §10, Workload kinds");
-    for k in held() {
-        let row = format!("\n| {} |", k.kind);
-        assert!(
-            section.contains(&row),
-            "design.md §10 has no row for {}",
-            k.kind
-        );
-    }
 }

@@ -4,7 +4,8 @@
 use restage_gate::workload::{self, Workload};
 use serde_json::{json, Value};
 
-use super::{Controller, Descriptor, Owner, Pods, Scale};
+use crate::descriptor::{Descriptor, Owner, Scale};
+use crate::simulation::{Controller, Pods};
 
 pub struct Deployment;
 

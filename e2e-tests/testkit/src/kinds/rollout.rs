@@ -5,7 +5,8 @@
 use restage_gate::workload::{self, Workload};
 use serde_json::{json, Value};
 
-use super::{Controller, Declined, Descriptor, Owner, Pods, Scale};
+use crate::descriptor::{Declined, Descriptor, Owner, Scale};
+use crate::simulation::{Controller, Pods};
 
 pub struct Rollout;
 

@@ -3,7 +3,8 @@
 use restage_gate::workload::{self, Workload};
 use serde_json::{json, Value};
 
-use super::{rolls, Controller, Descriptor, Owner, Pods, Scale};
+use crate::descriptor::{rolls, Descriptor, Owner, Scale};
+use crate::simulation::{Controller, Pods};
 
 pub struct StatefulSet;
 

@@ -28,13 +28,13 @@ use restage_gate::markers::{
 use restage_gate::workload::kinds;
 use restage_gate::workload::Workload;
 use restage_gate_testkit::admission::{request, validation_request};
+use restage_gate_testkit::descriptor::unbound;
 use restage_gate_testkit::edit::{remove, set, with};
 use restage_gate_testkit::fixtures::orders_binding;
 use restage_gate_testkit::hold::{
     annotation, control_path, default_control, held, held_control, is_held, label_path, markers_on,
     remembered_annotation,
 };
-use restage_gate_testkit::kinds::unbound;
 use restage_gate_testkit::kubectl::annotate;
 use restage_gate_testkit::projector::bind;
 use serde_json::{json, Value};

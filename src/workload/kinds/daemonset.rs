@@ -3,9 +3,13 @@
 
 use serde_json::{json, Map, Value};
 
-use super::update_strategy::{int32_at_least, is_zero, percent_at_least, Strategy, PATH};
-use super::{generation_stale, kubectl_rollout, Control, Json, Kind, StatusMember, Workload};
-use super::{OBSERVED_GENERATION, ORIGINAL_STRATEGY_ANNOTATION, READS_GENERATION, TEMPLATE};
+use crate::workload::update_strategy::{int32_at_least, is_zero, percent_at_least, Strategy, PATH};
+use crate::workload::{
+    generation_stale, kubectl_rollout, Control, Json, Kind, StatusMember, Workload,
+};
+use crate::workload::{
+    OBSERVED_GENERATION, ORIGINAL_STRATEGY_ANNOTATION, READS_GENERATION, TEMPLATE,
+};
 
 pub struct DaemonSet;
 
@@ -48,7 +52,9 @@ impl Workload for DaemonSet {
         &DECLARED
     }
 
-    /// The controller has not caught up, or not every node runs an updated pod yet.
+    /// The controller has not caught up, or not every node runs an updated pod yet:
+    /// `status.observedGeneration` < `metadata.generation`, or `status.updatedNumberScheduled`
+    /// < `status.desiredNumberScheduled`.
     fn rolling_out(&self, old: &Value, status: &Value) -> bool {
         let behind = DESIRED
             .integer(status)

@@ -3,11 +3,11 @@
 
 use serde_json::Value;
 
-use super::{
+use crate::view::items;
+use crate::workload::{
     generation_stale, kubectl_rollout, replicas, Control, Json, Kind, StatusMember, Workload,
 };
-use super::{OBSERVED_GENERATION, READS_GENERATION, READS_REPLICAS, TEMPLATE};
-use crate::view::items;
+use crate::workload::{OBSERVED_GENERATION, READS_GENERATION, READS_REPLICAS, TEMPLATE};
 
 /// The replaced `spec.paused`, as JSON.
 pub const ORIGINAL_PAUSED_ANNOTATION: &str = "restage-gate.io/original-paused";
@@ -35,7 +35,9 @@ impl Workload for Deployment {
     }
 
     /// The controller has not caught up, not every replica runs the new template, or the
-    /// Progressing condition says a new ReplicaSet is still being rolled out.
+    /// Progressing condition says a new ReplicaSet is still being rolled out:
+    /// `status.observedGeneration` < `metadata.generation`, `status.updatedReplicas` <
+    /// `spec.replicas`, or a `Progressing` condition with reason `ReplicaSetUpdated`.
     fn rolling_out(&self, old: &Value, status: &Value) -> bool {
         let behind = UPDATED_REPLICAS.integer(status).unwrap_or(0) < replicas(old);
         let progressing = items(CONDITIONS.of(status)).any(|c| {

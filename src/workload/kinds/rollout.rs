@@ -9,9 +9,9 @@
 
 use serde_json::Value;
 
-use super::{generation_stale, Control, Field, Json, Kind, StatusMember, Workload};
-use super::{OBSERVED_GENERATION, READS_GENERATION, TEMPLATE};
 use crate::view::items;
+use crate::workload::{generation_stale, Control, Field, Json, Kind, StatusMember, Workload};
+use crate::workload::{OBSERVED_GENERATION, READS_GENERATION, TEMPLATE};
 
 /// The replaced `spec.paused` of a Rollout, as JSON.
 pub const ORIGINAL_ROLLOUT_PAUSED_ANNOTATION: &str = "restage-gate.io/original-rollout-paused";
@@ -70,7 +70,9 @@ impl Workload for Rollout {
     }
 
     /// Anything but a fully promoted canary: the controller has not caught up, a pause step or
-    /// an abort holds it, or the current pod template is not yet the stable one.
+    /// an abort holds it, or the current pod template is not yet the stable one:
+    /// `status.observedGeneration` (a string) < `metadata.generation`, `status.pauseConditions`
+    /// not empty, `status.abort`, or `status.currentPodHash` ≠ `status.stableRS`.
     fn rolling_out(&self, old: &Value, status: &Value) -> bool {
         let paused = items(PAUSE_CONDITIONS.of(status)).next().is_some();
         let aborted = ABORT.of(status).and_then(Value::as_bool) == Some(true);

@@ -2,10 +2,12 @@
 
 use serde_json::{json, Map, Value};
 
-use super::update_strategy::{int32_at_least, percent_at_least, Strategy, PATH};
-use super::{generation_stale, kubectl_rollout, replicas, Control, Json, Kind, StatusMember};
-use super::{Workload, ORIGINAL_STRATEGY_ANNOTATION};
-use super::{OBSERVED_GENERATION, READS_GENERATION, READS_REPLICAS, TEMPLATE};
+use crate::workload::update_strategy::{int32_at_least, percent_at_least, Strategy, PATH};
+use crate::workload::{
+    generation_stale, kubectl_rollout, replicas, Control, Json, Kind, StatusMember,
+};
+use crate::workload::{Workload, ORIGINAL_STRATEGY_ANNOTATION};
+use crate::workload::{OBSERVED_GENERATION, READS_GENERATION, READS_REPLICAS, TEMPLATE};
 
 pub struct StatefulSet;
 
@@ -52,7 +54,9 @@ impl Workload for StatefulSet {
         &DECLARED
     }
 
-    /// The controller has not caught up, the revisions differ, or not every pod is updated.
+    /// The controller has not caught up, the revisions differ, or not every pod is updated:
+    /// `status.observedGeneration` < `metadata.generation`, `status.updateRevision` ≠
+    /// `status.currentRevision`, or `status.updatedReplicas` < `spec.replicas`.
     fn rolling_out(&self, old: &Value, status: &Value) -> bool {
         let revisions_differ = match (CURRENT_REVISION.of(status), UPDATE_REVISION.of(status)) {
             (Some(current), Some(update)) => current != update,
