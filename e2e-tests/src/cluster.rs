@@ -17,7 +17,7 @@ use restage_gate_testkit::korifi::{desired, runner_write};
 use restage_gate_testkit::kubectl;
 use restage_gate_testkit::pod::mounted_secrets;
 use restage_gate_testkit::projector::{project, unproject, Binding};
-use restage_gate_testkit::simulation::{Controller, Pods};
+use restage_gate_testkit::simulation::{self, Pods};
 use serde_json::{json, Value};
 
 use crate::host::Module;
@@ -189,7 +189,7 @@ pub struct Cluster {
     /// Pod templates by revision, in the order the controller first saw them.
     revisions: Vec<Value>,
     /// The kind's controller (out of its place while it reconciles).
-    controller: Option<Box<dyn Controller>>,
+    controller: Option<Box<dyn simulation::Controller>>,
     /// A kind that runs a pod per node: the nodes.
     nodes: usize,
     pub pods: Vec<Pod>,
