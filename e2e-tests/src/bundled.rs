@@ -8,12 +8,12 @@ use std::path::PathBuf;
 
 use restage_gate::markers::{RELEASE_ANNOTATION, RELEASE_IN_WINDOW};
 use restage_gate_testkit::admission::{request, review};
-use restage_gate_testkit::descriptor;
 use restage_gate_testkit::edit::with;
 use restage_gate_testkit::fixtures::{self, daemonset, deployment, orders_binding};
 use restage_gate_testkit::hold::held;
 use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
 use restage_gate_testkit::kubectl::{annotate, rollout_resume};
+use restage_gate_testkit::lookup;
 use restage_gate_testkit::projector::{bind, project, unbind};
 use serde_json::{json, Value};
 
@@ -37,7 +37,7 @@ pub fn bundled_request_paths() -> Vec<PathBuf> {
 
 /// A workload of `kind` held with the `orders-db` binding pending, as restage-gate leaves it.
 pub fn held_workload(kind: &dyn restage_gate::workload::Workload) -> Value {
-    held_from(descriptor::unbound(kind))
+    held_from(lookup::unbound(kind))
 }
 
 /// `unbound` bound to `orders-db` and held with it pending, as restage-gate leaves it.
@@ -62,7 +62,7 @@ pub fn window_job_write(object: &Value) -> Value {
 /// suite checks that it does, and uses the recording where kubectl is not installed).
 pub fn held_fixtures() -> Vec<(PathBuf, Value)> {
     let dir = fixtures::dir().join("held");
-    descriptor::every()
+    lookup::every()
         .into_iter()
         .flat_map(|d| {
             let file = format!("{}.json", d.name().to_lowercase());

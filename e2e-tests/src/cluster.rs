@@ -11,10 +11,11 @@ use restage_gate::markers::{RELEASE_ANNOTATION, RELEASE_IN_WINDOW};
 use restage_gate_evaluation::admission::Outcome;
 use restage_gate_evaluation::guest::Guest;
 use restage_gate_testkit::admission::{request, validation_request};
-use restage_gate_testkit::descriptor::{self, Descriptor, Owner, Scale};
+use restage_gate_testkit::descriptor::{Descriptor, Owner, Scale};
 use restage_gate_testkit::hold;
 use restage_gate_testkit::korifi::{desired, runner_write};
 use restage_gate_testkit::kubectl;
+use restage_gate_testkit::lookup;
 use restage_gate_testkit::pod::mounted_secrets;
 use restage_gate_testkit::projector::{project, unproject, Binding};
 use restage_gate_testkit::simulation::{self, Pods};
@@ -160,7 +161,7 @@ pub type Kind = &'static dyn Descriptor;
 
 /// Every kind the policy holds, in the order of its kinds table.
 pub fn every_kind() -> Vec<Kind> {
-    descriptor::every()
+    lookup::every()
 }
 
 pub use restage_gate_testkit::simulation::Pod;

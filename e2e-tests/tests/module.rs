@@ -14,13 +14,14 @@ use restage_gate_e2e::host::policy_under_test;
 use restage_gate_evaluation::admission::Outcome;
 use restage_gate_evaluation::guest::Guest;
 use restage_gate_testkit::admission::{request, validation_request};
-use restage_gate_testkit::descriptor::{self, Descriptor};
+use restage_gate_testkit::descriptor::Descriptor;
 use restage_gate_testkit::edit::with;
 use restage_gate_testkit::fixtures::{cache_binding, daemonset, deployment, orders_binding};
 use restage_gate_testkit::hold::{annotation_path, held, label_path};
 use restage_gate_testkit::korifi::{desired, orders_db, runner_write, unbound, upsi};
 use restage_gate_testkit::kubectl::{annotate, rollout_restart, rollout_resume};
 use restage_gate_testkit::lookalike::{self, change_root, declare_root};
+use restage_gate_testkit::lookup;
 use restage_gate_testkit::projector::{bind, project, project_vmware, unbind, unproject, Binding};
 use serde_json::{json, Value};
 
@@ -82,7 +83,7 @@ type Kind = &'static dyn Descriptor;
 
 /// The kind of a fixture object.
 fn kind(object: &Value) -> Kind {
-    descriptor::of_fixture(object)
+    lookup::of_fixture(object)
 }
 
 /// The kind of a fixture object, as the API names it.
@@ -561,7 +562,7 @@ fn module_restores_only_strategies_the_api_server_accepts() {
 #[test]
 fn module_releases_on_the_release_annotation() {
     let mut cases: Vec<Case> = Vec::new();
-    for object in descriptor::every().iter().map(|d| d.fixture()) {
+    for object in lookup::every().iter().map(|d| d.fixture()) {
         let bound = with(object.clone(), |s| project(s, &orders_db()));
         let held_bound = held(bound.clone(), "+orders-db", SINCE);
         let mut patch = release_patch(kind(&object));
@@ -703,7 +704,7 @@ fn module_never_refuses_a_secret_removal_and_never_pauses_an_owners_resume() {
     let not_refused = "not refused, new pods would mount a deleted secret";
     let extra = |mode| secret_volume::settings(mode);
     let mut cases: Vec<Case<String>> = Vec::new();
-    for d in descriptor::every() {
+    for d in lookup::every() {
         let kind = d.name();
         let w = d.fixture();
         let bound = || bind(d.fixture(), &orders);
@@ -731,7 +732,7 @@ fn module_never_refuses_a_secret_removal_and_never_pauses_an_owners_resume() {
         ]);
     }
     // the kinds whose owner resumes a rollout with a command of its own
-    for d in descriptor::every()
+    for d in lookup::every()
         .into_iter()
         .filter(|d| d.resumed(&d.fixture()).is_some())
     {
@@ -766,7 +767,7 @@ fn subresources_and_other_kinds_are_accepted_unchanged() {
         );
     }
     // a ReplicaSet in the group of the workloads held, and kinds of other groups
-    let replica_sets = descriptor::every()
+    let replica_sets = lookup::every()
         .into_iter()
         .map(|k| (k.api_version(), "ReplicaSet"));
     let others = [

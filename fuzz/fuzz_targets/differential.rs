@@ -13,8 +13,9 @@ use restage_gate::clock::UtcTime;
 use restage_gate::markers::{MARKER_PREFIX, RELEASE_ANNOTATION, RELEASE_IN_WINDOW};
 use restage_gate::workload::kinds;
 use restage_gate_testkit::admission::{request_for, validation_request};
-use restage_gate_testkit::descriptor::{self as descriptors, Owner};
+use restage_gate_testkit::descriptor::Owner;
 use restage_gate_testkit::hold::held_remembering;
+use restage_gate_testkit::lookup;
 use restage_gate_testkit::projector::{bind, project_vmware, unbind, Binding};
 use restage_gate_testkit::{korifi, kubectl, lookalike};
 use serde_json::{json, Value};
@@ -196,7 +197,7 @@ fn apply(object: Value, edit: &Edit) -> Value {
             v.map(|v| json!({"name": "SERVICE_BINDING_ROOT", "value": WORDS[usize::from(v) % WORDS.len()]})),
         ),
         Edit::RunnerWrite => {
-            let kind = descriptors::of_fixture(&o);
+            let kind = lookup::of_fixture(&o);
             if kind.owner() == Owner::Korifi {
                 return korifi::runner_write(&o, &korifi::desired(0, 1));
             }
@@ -212,7 +213,7 @@ fn apply(object: Value, edit: &Edit) -> Value {
                 json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 0}}),
             ];
             // a kind held by a pause takes either boolean, the others a strategy
-            let kind = descriptors::of_fixture(&o);
+            let kind = lookup::of_fixture(&o);
             let control = if kind.held_control().is_boolean() {
                 json!(i % 2 == 0)
             } else {
@@ -336,7 +337,7 @@ fn base(kind: &str) -> &'static Value {
     static BASES: OnceLock<Vec<(String, Value)>> = OnceLock::new();
     let bases = BASES.get_or_init(|| {
         kinds()
-            .map(|k| (k.kind().to_string(), descriptors::unbound(k)))
+            .map(|k| (k.kind().to_string(), lookup::unbound(k)))
             .collect()
     });
     &bases

@@ -16,7 +16,7 @@ pub fn request(operation: &str, old: &Value, new: &Value) -> Value {
     // `group/v1` → `group`; the core group (`v1`) is ""
     let group = field("apiVersion").map_or_else(
         || {
-            crate::descriptor::every()
+            crate::lookup::every()
                 .into_iter()
                 .find(|d| d.name() == kind)
                 .map_or("", |d| d.group())
@@ -169,7 +169,7 @@ fn title(operation: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::descriptor::unbound;
+    use crate::lookup::unbound;
 
     #[test]
     fn repeated_keys_are_found_at_any_depth() {
@@ -209,7 +209,7 @@ mod tests {
             assert_eq!(r["name"], object["metadata"]["name"]);
             assert_eq!(r["options"]["kind"], "UpdateOptions");
         }
-        for d in crate::descriptor::every() {
+        for d in crate::lookup::every() {
             let r = request("DELETE", &d.fixture(), &Value::Null);
             assert_eq!(r["kind"]["kind"], d.name());
         }

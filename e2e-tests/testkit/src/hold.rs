@@ -112,7 +112,7 @@ pub fn markers_on(object: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::descriptor::unbound;
+    use crate::lookup::unbound;
 
     #[test]
     fn a_held_workload_carries_every_marker_of_its_kind() {

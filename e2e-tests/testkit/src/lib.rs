@@ -1,7 +1,7 @@
 //! Test tooling for restage-gate, in one place: the fixtures, the servicebinding.io projector
 //! model, the writes Korifi and kubectl make, JSON edits, admission requests for any kind,
 //! workloads as the policy leaves them when it holds them, and one descriptor per kind
-//! (`descriptor`, each kind's in `kinds/`). Every marker key comes from
+//! (`descriptor`, each kind's in `kinds/`, found through `lookup`). Every marker key comes from
 //! `restage_gate::markers`.
 //!
 //! Used by the e2e crate, the policy's black-box tests (`e2e-tests/validate`), the release
@@ -17,6 +17,7 @@ mod kinds;
 pub mod korifi;
 pub mod kubectl;
 pub mod lookalike;
+pub mod lookup;
 pub mod pod;
 pub mod projector;
 pub mod secret_volume;

@@ -7,10 +7,10 @@
 use serde_json::{json, Value};
 
 use restage_gate::workload::kinds;
-use restage_gate_testkit::descriptor::{every, unbound};
 use restage_gate_testkit::edit;
 use restage_gate_testkit::fixtures::{cache_binding, daemonset, deployment, orders_binding};
 use restage_gate_testkit::hold::marker_paths;
+use restage_gate_testkit::lookup::{every, unbound};
 use restage_gate_testkit::projector::{bind, unbind, Binding};
 
 use super::{

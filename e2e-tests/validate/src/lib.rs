@@ -14,10 +14,10 @@ mod validate;
 
 use kubewarden_policy_sdk::response::ValidationResponse;
 use restage_gate_testkit::admission::{request_for, validation_request};
-use restage_gate_testkit::descriptor as descriptors;
 use restage_gate_testkit::hold::annotation_path;
 use restage_gate_testkit::korifi;
 use restage_gate_testkit::kubectl;
+use restage_gate_testkit::lookup;
 use serde_json::{json, Value};
 
 use restage_gate::clock::UtcTime;
@@ -44,7 +44,7 @@ pub fn held(object: Value, pending: &str) -> Value {
 /// control (`updateStrategy` RollingUpdate with parameters → OnDelete; a Deployment's `paused`
 /// added), as its test-kit descriptor says.
 pub fn hold_paths(kind: &dyn Workload) -> Vec<String> {
-    descriptors::of_kind(kind).hold_paths()
+    lookup::of_kind(kind).hold_paths()
 }
 
 /// Settings with a maintenance window open at [`NOW`].
@@ -65,7 +65,7 @@ pub fn kind_of(object: &Value) -> &'static dyn Workload {
 /// Whether `kind` holds a change that drops a binding secret like a bind (otherwise it rolls
 /// now).
 pub fn holds_unbinds(kind: &dyn Workload) -> bool {
-    descriptors::of_kind(kind).holds_unbinds()
+    lookup::of_kind(kind).holds_unbinds()
 }
 
 /// What refreshing `pending` changes.
@@ -118,8 +118,8 @@ pub fn update(old: Value, new: Value) -> Request {
     // say is about the first object the policy was written for, Korifi's StatefulSet
     let kind = [&new, &old]
         .into_iter()
-        .find_map(descriptors::of)
-        .unwrap_or_else(|| descriptors::of_fixture(&korifi::unbound()));
+        .find_map(lookup::of)
+        .unwrap_or_else(|| lookup::of_fixture(&korifi::unbound()));
     Request {
         operation: "UPDATE",
         kind: kind.name(),

@@ -11,10 +11,11 @@ use serde_json::{json, Value};
 use restage_gate_testkit::admission::{
     member_text, mutated_object_text, repeated_key, request, validation_request,
 };
-use restage_gate_testkit::descriptor::{self, Descriptor};
+use restage_gate_testkit::descriptor::Descriptor;
 use restage_gate_testkit::fixtures::fixture;
 use restage_gate_testkit::hold::{held_remembering, is_marker, kind_of};
 use restage_gate_testkit::korifi::with_managed_fields;
+use restage_gate_testkit::lookup;
 use restage_gate_testkit::pod::mounted_secrets;
 use restage_gate_testkit::projector::{project, unproject, Binding};
 use restage_gate_testkit::secret_volume;
@@ -103,12 +104,12 @@ type Kind = &'static dyn Descriptor;
 
 /// The kind Korifi runs apps as (a StatefulSet), which the generated app is.
 fn korifi_kind() -> Kind {
-    descriptor::of_fixture(&restage_gate_testkit::korifi::unbound())
+    lookup::of_fixture(&restage_gate_testkit::korifi::unbound())
 }
 
 /// A kind held by a pause (a Deployment): its control is a boolean.
 fn paused_kind() -> Kind {
-    descriptor::every()
+    lookup::every()
         .into_iter()
         .find(|d| d.held_control().is_boolean())
         .expect("a kind held by a pause")
@@ -133,7 +134,7 @@ fn workload() -> impl Strategy<Value = Value> {
 /// The control a hold of `app` replaces, as the API server has it (a pause the API server
 /// defaults when absent).
 fn control_of(app: &Value) -> Value {
-    let kind = descriptor::of_fixture(app);
+    let kind = lookup::of_fixture(app);
     let control = app.pointer(&kind.control_path()).cloned();
     match control {
         None if kind.held_control().is_boolean() => kind.default_control(),
@@ -309,7 +310,7 @@ fn tree_edited(old: &Value, new: &Value) -> Option<Value> {
     let decision = decide(
         &Admission {
             operation: "UPDATE",
-            group: descriptor::of_fixture(new).group(),
+            group: lookup::of_fixture(new).group(),
             kind: kind_of(new).kind(),
             sub_resource: "",
             namespace: "space",
@@ -656,7 +657,7 @@ proptest! {
             prop_assert!(r.accepted, "refused: {:?}", r.message);
             // Reject mode never mutates: it neither holds nor releases.
             let out = r.mutated_object.unwrap_or(new);
-            let kind = descriptor::of_fixture(&out);
+            let kind = lookup::of_fixture(&out);
             if !reject && !kind.holds_unbinds() {
                 prop_assert_ne!(out.pointer(&kind.control_path()), Some(&kind.held_control()));
             }
@@ -667,7 +668,7 @@ proptest! {
     /// in either mode: accepted, and not paused again.
     #[test]
     fn an_owners_resume_is_never_paused_again((old, new) in pair(), reject in any::<bool>()) {
-        let kind = descriptor::of_fixture(&old);
+        let kind = lookup::of_fixture(&old);
         let (control, held) = (kind.control_path(), kind.held_control());
         let resumed = old.pointer(&control) == Some(&held) && new.pointer(&control) != Some(&held);
         if kind.resumed(&old).is_some() && resumed && !markers::is_held(&old) {

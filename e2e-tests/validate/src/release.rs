@@ -238,10 +238,7 @@ fn held_workloads() -> impl Iterator<Item = (&'static dyn Workload, Value)> {
     restage_gate::workload::kinds().map(|kind| {
         (
             kind,
-            held(
-                restage_gate_testkit::descriptor::unbound(kind),
-                "+orders-db",
-            ),
+            held(restage_gate_testkit::lookup::unbound(kind), "+orders-db"),
         )
     })
 }

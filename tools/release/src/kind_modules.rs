@@ -35,7 +35,8 @@ pub const FOLDERS: [Folder; 2] = [
         trait_path: "super::Workload",
         list: "KINDS",
         visibility: "pub",
-        doc: "/// Every kind the policy holds, in the order every generated list of kinds follows.\n\
+        doc:
+            "/// Every kind the policy holds, in the order every generated list of kinds follows.\n\
               /// ReplicaSets, ReplicationControllers and CronJobs restart nothing on a template\n\
               /// change, and a Job's template is immutable: they are not here, and the policy\n\
               /// accepts them unchanged.\n",
@@ -47,7 +48,8 @@ pub const FOLDERS: [Folder; 2] = [
         trait_path: "crate::descriptor::Descriptor",
         list: "DESCRIPTORS",
         visibility: "pub(crate)",
-        doc: "/// A descriptor per file here; `descriptor::every` orders them as the policy's `KINDS`.\n",
+        doc:
+            "/// A descriptor per file here; `lookup::every` orders them as the policy's `KINDS`.\n",
         reexport: false,
     },
 ];

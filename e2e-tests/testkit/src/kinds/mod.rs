@@ -9,7 +9,7 @@ mod statefulset;
 
 use crate::descriptor::Descriptor;
 
-/// A descriptor per file here; `descriptor::every` orders them as the policy's `KINDS`.
+/// A descriptor per file here; `lookup::every` orders them as the policy's `KINDS`.
 pub(crate) const DESCRIPTORS: [&dyn Descriptor; 4] = [
     &statefulset::StatefulSet,
     &daemonset::DaemonSet,

@@ -28,7 +28,6 @@ use restage_gate::markers::{
 use restage_gate::workload::kinds;
 use restage_gate::workload::Workload;
 use restage_gate_testkit::admission::{request, validation_request};
-use restage_gate_testkit::descriptor::unbound;
 use restage_gate_testkit::edit::{remove, set, with};
 use restage_gate_testkit::fixtures::orders_binding;
 use restage_gate_testkit::hold::{
@@ -36,6 +35,7 @@ use restage_gate_testkit::hold::{
     remembered_annotation,
 };
 use restage_gate_testkit::kubectl::annotate;
+use restage_gate_testkit::lookup::unbound;
 use restage_gate_testkit::projector::bind;
 use serde_json::{json, Value};
 
