@@ -5,7 +5,7 @@
 //!
 //! This runs without the policy crate (it reads the folders as text), so it works while the
 //! lists are stale, even when a listed file was removed. Each file is found by the one line
-//! that implements the folder's trait for a type (`impl Workload for CloneSet {`). The list
+//! that implements the folder's trait for a type (`impl Workload for Widget {`). The list
 //! keeps the order it has, which is the order of every generated list of kinds; a new file
 //! goes last, and an edited order is kept.
 
@@ -214,10 +214,10 @@ mod tests {
     #[test]
     fn the_implementing_type_is_found_on_its_own_line_only() {
         let text =
-            "/// impl Workload for Comment {\npub struct CloneSet;\nimpl Workload for CloneSet {\n";
+            "/// impl Workload for Comment {\npub struct Widget;\nimpl Workload for Widget {\n";
         assert_eq!(
             implementing_type("f.rs", text, "Workload"),
-            Ok("CloneSet".to_string())
+            Ok("Widget".to_string())
         );
         assert!(implementing_type(
             "f.rs",
