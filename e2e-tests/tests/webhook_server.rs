@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -99,11 +99,12 @@ fn policy(settings: Value, extra: &str) -> String {
     )
 }
 
-/// A running restage-gate-webhook, stopped when dropped; its stderr is collected as it comes.
+/// A running restage-gate-webhook, stopped when dropped; its stderr is collected as it comes,
+/// and a waiter is woken at each line.
 struct Server {
     child: Child,
     addr: SocketAddr,
-    log: Arc<Mutex<String>>,
+    log: Arc<(Mutex<String>, Condvar)>,
 }
 
 /// A server that did not start: how it exited and what it said.
@@ -132,7 +133,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("restage-gate-webhook starts");
-        let log = Arc::new(Mutex::new(String::new()));
+        let log = Arc::new((Mutex::new(String::new()), Condvar::new()));
         let reader = {
             let log = log.clone();
             let mut stderr = child.stderr.take().expect("piped");
@@ -140,9 +141,10 @@ impl Server {
                 use std::io::BufRead;
                 for line in std::io::BufReader::new(&mut stderr).lines() {
                     let Ok(line) = line else { break };
-                    let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-                    log.push_str(&line);
-                    log.push('\n');
+                    let mut text = log.0.lock().unwrap_or_else(|e| e.into_inner());
+                    text.push_str(&line);
+                    text.push('\n');
+                    log.1.notify_all();
                 }
             })
         };
@@ -157,7 +159,7 @@ impl Server {
             }
             if let Some(status) = child.try_wait().expect("waitable") {
                 let _ = reader.join();
-                let stderr = log.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let stderr = log.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 return Err(Exited {
                     status,
                     stderr,
@@ -173,8 +175,24 @@ impl Server {
         }
     }
 
-    fn log(&self) -> String {
-        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// The first line of the server's log that contains `needle`. The server writes it before
+    /// it answers, but this process reads the pipe on its own thread, so the line may arrive
+    /// after the answer: wait for it (the deadline only ends a run that would hang).
+    fn line_with(&self, needle: &str) -> String {
+        let (text, arrived) = &*self.log;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut text = text.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(line) = text.lines().find(|l| l.contains(needle)) {
+                return line.to_string();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "no line with {needle} in {text}");
+            text = arrived
+                .wait_timeout(text, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
     }
 
     /// Posts `body` as JSON to `path`; the HTTP status and the body of the answer.
@@ -398,20 +416,13 @@ fn monitor_mode_allows_without_a_patch_what_protect_mode_refuses_or_changes() {
         }
     }
     // What the policy would have decided is logged.
-    let log = server.log();
-    let line = log
-        .lines()
-        .find(|l| l.contains("policy=guard-monitor"))
-        .unwrap_or_else(|| panic!("no line for guard-monitor in {log}"));
+    let line = server.line_with("policy=guard-monitor");
     assert!(
         line.contains("allowed=true patch_ops=0")
             && line.contains("monitor: the policy answered allowed=false"),
         "{line}"
     );
-    let held = log
-        .lines()
-        .find(|l| l.contains("policy=defer-monitor"))
-        .expect("a line for defer-monitor");
+    let held = server.line_with("policy=defer-monitor");
     assert!(
         held.contains("monitor: the policy answered allowed=true patch_ops=")
             && !held.contains("monitor: the policy answered allowed=true patch_ops=0 "),
