@@ -164,9 +164,9 @@ demo: policy.wasm
 # folders' files; then every list of kinds users read, written from the kinds table:
 # the webhook rules of metadata.yml and of the chart's policies, artifacthub-pkg.yml, the chart's
 # window job (and its template for each group of custom resources), the lists and commands in
-# README.md and docs/install.md, and the uninstall commands; then `make manifests` renders the
-# top-level manifests. `make test` fails while one is stale (tools/release/tests/kinds.rs,
-# check-chart).
+# README.md and docs/install.md, the table of held kinds in docs/design.md, and the uninstall
+# commands; then `make manifests` renders the top-level manifests. `make test` fails while one is
+# stale (tools/release/src/kind_modules.rs, tools/release/tests/kinds.rs, check-chart).
 .PHONY: kinds
 kinds: release-tool
 	$(RELEASE) kind-modules

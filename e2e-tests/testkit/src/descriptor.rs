@@ -1,5 +1,5 @@
 //! What the tests know of a kind the policy holds: the [`Descriptor`] each kind's file in
-//! `kinds/` implements, and the lookups every suite uses. The kind itself (group, version,
+//! `kinds/` implements. The kind itself (group, version,
 //! control, annotation) comes from the policy's `restage_gate::workload::KINDS`; the descriptor
 //! adds what the tests expect of it (its fixture, the patches a first hold and a release make,
 //! the command that applies held changes now, whether an unbind is held), how its owner writes

@@ -241,7 +241,7 @@ fn every_kind_follows_the_decision_table() {
                 ),
                 Noted("unreadable"),
             ),
-            // found by fuzzing: a null metadata was rewritten into a map to hold the markers
+            // a null metadata is not a map the markers can be written into
             (
                 "metadata null",
                 update(fixture(), with(bound(), |o| o["metadata"] = Value::Null)),

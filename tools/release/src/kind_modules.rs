@@ -1,7 +1,7 @@
 //! The two module lists that make a kind's file count, written by `make kinds` before anything
 //! else: the policy's kinds table (`src/workload/kinds/mod.rs`, `KINDS`) and the test kit's
 //! descriptors (`e2e-tests/testkit/src/kinds/mod.rs`, `DESCRIPTORS`), each listing the files
-//! of its folder. Adding a kind is adding its file to each folder; nothing else is edited.
+//! of its folder. Adding a kind adds its file to each folder; no list is edited by hand.
 //!
 //! This runs without the policy crate (it reads the folders as text), so it works while the
 //! lists are stale, even when a listed file was removed. Each file is found by the one line
@@ -26,6 +26,8 @@ pub struct Folder {
     pub doc: &'static str,
     /// Whether the list re-exports each file's public items.
     pub reexport: bool,
+    /// What the folder is for, the first line of its `mod.rs`.
+    pub purpose: &'static str,
 }
 
 pub const FOLDERS: [Folder; 2] = [
@@ -37,10 +39,9 @@ pub const FOLDERS: [Folder; 2] = [
         visibility: "pub",
         doc:
             "/// Every kind the policy holds, in the order every generated list of kinds follows.\n\
-              /// ReplicaSets, ReplicationControllers and CronJobs restart nothing on a template\n\
-              /// change, and a Job's template is immutable: they are not here, and the policy\n\
-              /// accepts them unchanged.\n",
+              /// The kinds it does not hold, and why: docs/design.md §10.\n",
         reexport: true,
+        purpose: "//! The kinds the policy holds, one file each, and the table of them.\n",
     },
     Folder {
         dir: "e2e-tests/testkit/src/kinds",
@@ -51,12 +52,14 @@ pub const FOLDERS: [Folder; 2] = [
         doc:
             "/// A descriptor per file here; `lookup::every` orders them as the policy's `KINDS`.\n",
         reexport: false,
+        purpose: "//! The test kit's descriptors, one file per kind the policy holds.\n",
     },
 ];
 
-const HEADER: &str = "//! Written by `make kinds` (restage-gate-release kind-modules) from the files in this folder,\n\
-                      //! one per kind: add or remove a kind's file and run it again. The list keeps its order; a new\n\
-                      //! file goes last.\n";
+const HEADER: &str = "//!\n\
+                      //! Written by `make kinds` (restage-gate-release kind-modules) from the files in this folder:\n\
+                      //! add or remove a kind's file and run it again. The list keeps its order; a new file goes\n\
+                      //! last. It is laid out one kind a line, which rustfmt leaves as it is.\n";
 
 /// One kind's file: its module name and the type that implements the folder's trait.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +94,8 @@ fn listed(now: &str, list: &str) -> Vec<String> {
         return Vec::new();
     };
     let body = &now[start..];
-    let body = body.split_once("= [").map_or("", |(_, rest)| rest);
+    let body = body.split_once('=').map_or("", |(_, rest)| rest);
+    let body = body.split_once('[').map_or("", |(_, rest)| rest);
     let body = body.split_once("];").map_or(body, |(items, _)| items);
     body.split(',')
         .filter_map(|item| item.trim().strip_prefix('&')?.split_once("::"))
@@ -109,7 +113,17 @@ fn entries(root: &Path, folder: &Folder, now: &str) -> Result<Vec<Entry>, String
             .map_err(|e| format!("{}: {e}", folder.dir))?
             .file_name();
         let name = name.to_string_lossy();
+        // An editor's lock or backup file is not a kind's file.
+        if name.starts_with('.') {
+            continue;
+        }
         if let Some(module) = name.strip_suffix(".rs").filter(|m| *m != "mod") {
+            if !is_module_name(module) {
+                return Err(format!(
+                    "{}/{name}: a kind's file is named as a Rust module: lower case, digits and _",
+                    folder.dir
+                ));
+            }
             modules.push(module.to_string());
         }
     }
@@ -128,15 +142,18 @@ fn entries(root: &Path, folder: &Folder, now: &str) -> Result<Vec<Entry>, String
         .collect()
 }
 
-/// The list as rustfmt lays it out: on the declaration's line when the literal is short.
+/// A name `mod NAME;` takes as it is.
+fn is_module_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// The list, one item a line: the order is the list's point, and `#[rustfmt::skip]` keeps
+/// rustfmt from laying it out otherwise.
 fn list_literal(declaration: &str, items: &[String]) -> String {
-    let literal = format!("[{}]", items.join(", "));
-    let line = format!("{declaration}{literal};\n");
-    // rustfmt's limits: an array literal's width, then the line's.
-    if literal.len() <= 60 && line.len() <= 101 {
-        return line;
-    }
-    let mut out = format!("{declaration}[\n");
+    let mut out = format!("#[rustfmt::skip]\n{declaration}[\n");
     for item in items {
         out.push_str(&format!("    {item},\n"));
     }
@@ -147,7 +164,7 @@ fn list_literal(declaration: &str, items: &[String]) -> String {
 fn render(folder: &Folder, entries: &[Entry]) -> String {
     let mut sorted: Vec<&Entry> = entries.iter().collect();
     sorted.sort_by(|a, b| a.module.cmp(&b.module));
-    let mut out = format!("{HEADER}\n");
+    let mut out = format!("{}{HEADER}\n", folder.purpose);
     for e in &sorted {
         out.push_str(&format!("mod {};\n", e.module));
     }
@@ -235,16 +252,29 @@ mod tests {
         assert_eq!(listed(now, "KINDS"), ["statefulset", "daemonset"]);
         let vertical = "pub const KINDS: [&dyn Workload; 2] = [\n    &b::B,\n    &a::A,\n];\n";
         assert_eq!(listed(vertical, "KINDS"), ["b", "a"]);
+        let wrapped = "pub const KINDS: [&dyn Workload; 2] =\n    [&b::B, &a::A];\n";
+        assert_eq!(listed(wrapped, "KINDS"), ["b", "a"]);
         assert!(listed("", "KINDS").is_empty());
     }
 
     #[test]
-    fn a_short_list_stays_on_its_line_and_a_long_one_goes_one_per_line() {
-        let short = list_literal("pub const K: [&dyn W; 1] = ", &["&a::A".to_string()]);
-        assert_eq!(short, "pub const K: [&dyn W; 1] = [&a::A];\n");
-        let items: Vec<String> = (0..5).map(|i| format!("&module{i}::TypeName{i}")).collect();
-        let long = list_literal("pub const K: [&dyn W; 5] = ", &items);
-        assert_eq!(long.lines().count(), 7, "{long}");
+    fn a_list_is_written_one_kind_a_line_whatever_its_length() {
+        for n in [1, 2, 9] {
+            let items: Vec<String> = (0..n).map(|i| format!("&m{i}::T{i}")).collect();
+            let list = list_literal("pub const K: [&dyn W; 1] = ", &items);
+            assert!(list.starts_with("#[rustfmt::skip]\n"), "{list}");
+            assert_eq!(list.lines().count(), n + 3, "{list}");
+            let order: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
+            assert_eq!(listed(&list, "K"), order);
+        }
+    }
+
+    #[test]
+    fn only_rust_module_names_are_kinds_files() {
+        assert!(is_module_name("cloneset") && is_module_name("v2_widget"));
+        for bad in ["my-kind", "Widget", "2widget", ""] {
+            assert!(!is_module_name(bad), "{bad}");
+        }
     }
 
     /// The lists on disk are what the folders make (`make kinds` writes them).

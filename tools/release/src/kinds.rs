@@ -4,8 +4,9 @@
 //! resources, the chart's window job (its resources, RBAC rules, admission policy match and
 //! per-kind control maps: each control's field, held value, remembered annotation, default and
 //! keys; and a job template per group of custom resources), the install guide's webhook
-//! example, the uninstall procedure's commands and the lists of kinds in README.md and
-//! docs/install.md. `make kinds` writes them, and `make manifests` renders the top-level
+//! example, the uninstall procedure's commands, the lists of kinds in README.md and
+//! docs/install.md, and the table of held kinds in docs/design.md. `make kinds` writes them
+//! (after `kind_modules` lists the kinds' files), and `make manifests` renders the top-level
 //! manifests from the chart; `make test` fails while one is stale (`tools/release/tests/kinds.rs`,
 //! `make check-chart`).
 //!
