@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(parse_day("Sunday"), None);
     }
 
-    /// A uid whose slot in a window spread over 30 minutes is past the start, so the minute
+    /// A uid whose slot in the spread of [`slot_of_uid`] is past the start, so the minute
     /// before it is inside the window.
     const UID: &str = "0c9d8e7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f";
 

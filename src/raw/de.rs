@@ -16,6 +16,42 @@ use crate::plan::{ReadPlan, Shape};
 use crate::text::{as_in_a_tree, same_text, starts_with_text};
 use crate::value::{template_seed, Key};
 
+/// A visitor's methods for a scalar, which every reader here takes whole as `serde_json::Value`
+/// does; `|value| EXPR` wraps it in what the visitor returns.
+macro_rules! scalars_read_whole {
+    (|$value:ident| $wrap:expr) => {
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            let $value = Value::Null;
+            Ok($wrap)
+        }
+
+        fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+            let $value = Value::Bool(v);
+            Ok($wrap)
+        }
+
+        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+            let $value = Value::from(v);
+            Ok($wrap)
+        }
+
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            let $value = Value::from(v);
+            Ok($wrap)
+        }
+
+        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+            let $value = Value::from(v);
+            Ok($wrap)
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            let $value = Value::from(v);
+            Ok($wrap)
+        }
+    };
+}
+
 impl<'a> Object<'a> {
     /// Reads an object from `deserializer`, whose text is `source`, as `plan` says; its
     /// `status` only when `status` is set (the stored object's: the object a request asks to
@@ -206,29 +242,7 @@ impl<'de: 'a, 'a> Visitor<'de> for LevelSeed<'_, '_, 'a> {
         Ok((value, Kept::default()))
     }
 
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok((Value::Null, Kept::default()))
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok((Value::Bool(v), Kept::default()))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Kept::default()))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Kept::default()))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Kept::default()))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Kept::default()))
-    }
+    scalars_read_whole!(|value| (value, Kept::default()));
 }
 
 /// A map read only at the keys with one of the prefixes: those as a JSON object, the others raw.
@@ -270,29 +284,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Partly<'_, 'a> {
         Ok((value, Vec::new()))
     }
 
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok((Value::Null, Vec::new()))
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok((Value::Bool(v), Vec::new()))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Vec::new()))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Vec::new()))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Vec::new()))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok((Value::from(v), Vec::new()))
-    }
+    scalars_read_whole!(|value| (value, Vec::new()));
 }
 
 /// The stored object's `status` read as far as the plan says: of an object only the members
@@ -368,27 +360,5 @@ impl<'de> Visitor<'de> for Pick<'_> {
         Ok(Value::Array(items))
     }
 
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
+    scalars_read_whole!(|value| value);
 }
