@@ -403,6 +403,11 @@ webhook-server:
 # the machine has cores (-parallel).
 # A real policy-server runs only an annotated module (its metadata names the waPC protocol).
 SERVED_MODULE := $(if $(POLICY_SERVER),annotated-policy.wasm,policy.wasm)
+# The scenarios' top-level tests take turns on their control plane (each installs its own
+# policies), and mostly wait on its controllers: two `go test` runs of the scenarios, each with
+# a control plane of its own, share the work. The second runs the tests SCENARIOS_APART matches
+# (-run), the first every other (-skip), so each test runs once; the split balances the two.
+SCENARIOS_APART := ^(TestWindowJob|TestDocsInstall|TestDocsUninstall)$$
 test-control-plane: $(SERVED_MODULE)
 	@if ! $(go_usable); then $(call go_missing,the control-plane scenarios); exit 0; fi; \
 	$(MAKE) --no-print-directory control-plane webhook-server; \
@@ -410,8 +415,14 @@ test-control-plane: $(SERVED_MODULE)
 	cd $(CONTROL_PLANE_DIR); \
 	unformatted=$$("$$(dirname "$$(command -v $(GO))")/gofmt" -l .); [ -z "$$unformatted" ] || { echo "gofmt: not formatted: $$unformatted"; exit 1; }; \
 	$(GO) vet ./...; \
-	PATH=$(dir $(GO)):$$PATH CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/$(SERVED_MODULE) HELM=$(HELM) \
-	  $(GO) test -count=1 -p 1 -parallel 16 -timeout 30m ./...
+	export PATH=$(dir $(GO)):$$PATH CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/$(SERVED_MODULE) HELM=$(HELM); \
+	apart=$(abspath $(TARGET_DIR))/scenarios-apart.log; \
+	echo "== the scenarios on two control planes at once; the tests matching $(SCENARIOS_APART) on the second (its output: $$apart)"; \
+	$(GO) test -count=1 -p 1 -parallel 16 -timeout 30m -run '$(SCENARIOS_APART)' ./scenarios > $$apart 2>&1 & second=$$!; \
+	status=0; $(GO) test -count=1 -p 1 -parallel 16 -timeout 30m -skip '$(SCENARIOS_APART)' ./... || status=$$?; \
+	wait $$second || status=$$?; \
+	sed 's|^|second control plane: |' $$apart; \
+	exit $$status
 
 # A playground: the same control plane with restage-gate (policy.yaml, as the README installs it)
 # and the binding runtime, in the background. Its last line is the KUBECONFIG for kubectl.
