@@ -396,17 +396,17 @@ webhook-server:
 	@echo "== building restage-gate-webhook, the policy server the control plane calls"
 	@$(CARGO) build --locked --quiet -p restage-gate-e2e --bin restage-gate-webhook
 
-# Everything of the control-plane module: its unit tests, then the scenarios on a control plane
-# it starts and stops, the window job's as the chart renders it with HELM.
-# POLICY_SERVER=path/to/policy-server runs them through a real policy-server. The scenarios'
-# parallel subtests spend their time waiting on controllers, so more of them run at once than
-# the machine has cores (-parallel).
+# Everything of the control-plane module: its unit tests and the scenarios, the window job's as
+# the chart renders it with HELM. The scenarios' top-level tests take turns on their control
+# plane, each installing its own policies, and spend their time waiting on its controllers; so
+# two `go test` runs of them, each with a control plane of its own, share the work: the second
+# runs the tests SCENARIOS_APART matches (-run), the first every other (-skip), so each runs
+# once; the split balances the two. For the same reason their parallel subtests outnumber the
+# machine's cores (-parallel). The second run has a session of its own, so that an interrupt
+# of the first stops it too.
+# POLICY_SERVER=path/to/policy-server runs them through a real policy-server.
 # A real policy-server runs only an annotated module (its metadata names the waPC protocol).
 SERVED_MODULE := $(if $(POLICY_SERVER),annotated-policy.wasm,policy.wasm)
-# The scenarios' top-level tests take turns on their control plane (each installs its own
-# policies), and mostly wait on its controllers: two `go test` runs of the scenarios, each with
-# a control plane of its own, share the work. The second runs the tests SCENARIOS_APART matches
-# (-run), the first every other (-skip), so each test runs once; the split balances the two.
 SCENARIOS_APART := ^(TestWindowJob|TestDocsInstall|TestDocsUninstall)$$
 test-control-plane: $(SERVED_MODULE)
 	@if ! $(go_usable); then $(call go_missing,the control-plane scenarios); exit 0; fi; \
@@ -418,7 +418,8 @@ test-control-plane: $(SERVED_MODULE)
 	export PATH=$(dir $(GO)):$$PATH CONTROL_PLANE=$(CONTROL_PLANE) RESTAGE_GATE_WEBHOOK=$(WEBHOOK_SERVER) RESTAGE_GATE_WASM=$(CURDIR)/$(SERVED_MODULE) HELM=$(HELM); \
 	apart=$(abspath $(TARGET_DIR))/scenarios-apart.log; \
 	echo "== the scenarios on two control planes at once; the tests matching $(SCENARIOS_APART) on the second (its output: $$apart)"; \
-	$(GO) test -count=1 -p 1 -parallel 16 -timeout 30m -run '$(SCENARIOS_APART)' ./scenarios > $$apart 2>&1 & second=$$!; \
+	setsid -w $(GO) test -count=1 -p 1 -parallel 16 -timeout 30m -run '$(SCENARIOS_APART)' ./scenarios > $$apart 2>&1 & second=$$!; \
+	trap 'kill -TERM -- -$$second 2>/dev/null; wait $$second; exit 130' INT TERM HUP; \
 	status=0; $(GO) test -count=1 -p 1 -parallel 16 -timeout 30m -skip '$(SCENARIOS_APART)' ./... || status=$$?; \
 	wait $$second || status=$$?; \
 	sed 's|^|second control plane: |' $$apart; \

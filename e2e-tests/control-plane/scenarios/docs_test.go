@@ -858,6 +858,12 @@ func TestDocsInstall(t *testing.T) {
 	t.Run("window-release.yaml installs in Kubewarden's namespace", func(t *testing.T) {
 		install(t, "policy.yaml")
 		kubewardenNamespace(t)
+		// The tests after this one start without the job: helm would not adopt its objects.
+		t.Cleanup(func() {
+			if out, err := kubectl("delete", "-f", "window-release-binding.yaml", "-f", "window-release.yaml", "--ignore-not-found"); err != nil {
+				t.Errorf("removing the window job: %v\n%s", err, out)
+			}
+		})
 		d.run(t, "docs/install.md", applyWindowJob)
 		d.run(t, "docs/install.md", applyBinding)
 		out, err := kubectl("get", "-f", "window-release.yaml", "-f", "window-release-binding.yaml", "-o", "name")

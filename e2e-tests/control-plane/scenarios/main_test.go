@@ -3,8 +3,7 @@
 // projector and Kubewarden's stand-in serving the compiled module. One control plane serves the
 // whole run of the package; each test works in namespaces of its own, and tests that install a
 // different set of policies run one setup at a time. `make test-control-plane` runs the package
-// twice at once, each run a share of the top-level tests (-run, -skip) on a control plane of
-// its own.
+// twice at once (the Makefile's SCENARIOS_APART).
 //
 // The binaries come from the environment (`make test-control-plane` sets them):
 // CONTROL_PLANE (this module's cmd/control-plane), RESTAGE_GATE_WEBHOOK (the project's policy
