@@ -134,8 +134,9 @@ impl StatusMember {
 /// - whether a rollout is under way: [`Workload::rolling_out`];
 /// - whether a binding change must roll now instead of waiting (an unbind, a secret switch):
 ///   [`Workload::must_roll_now`] (by default, as its control says);
-/// - the commands a message gives: [`Workload::restart_command`] (the reject message) and
-///   [`Workload::apply_held_now`] (a hold's advice; by default the restart command).
+/// - the commands a message gives: [`Workload::restart_command`] (the reject message; by
+///   default `kubectl rollout restart`) and [`Workload::apply_held_now`] (a hold's advice; by
+///   default the restart command).
 pub trait Workload: Sync {
     /// What the policy reads and writes of the kind.
     fn declared(&self) -> &'static Kind;
@@ -158,8 +159,10 @@ pub trait Workload: Sync {
     }
 
     /// The command that restarts every pod of a workload that is not held now, which a refusal
-    /// (`mode: reject`) gives.
-    fn restart_command(&self, namespace: &str, name: &str) -> String;
+    /// (`mode: reject`) gives: by default `kubectl rollout restart`.
+    fn restart_command(&self, namespace: &str, name: &str) -> String {
+        kubectl_rollout("restart", self.declared(), namespace, name)
+    }
 
     /// The command that applies held binding changes now.
     fn apply_held_now(&self, namespace: &str, name: &str) -> String {

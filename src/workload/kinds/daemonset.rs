@@ -4,9 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::workload::update_strategy::{int32_at_least, is_zero, percent_at_least, Strategy, PATH};
-use crate::workload::{
-    generation_stale, kubectl_rollout, Control, Json, Kind, StatusMember, Workload,
-};
+use crate::workload::{generation_stale, Control, Json, Kind, StatusMember, Workload};
 use crate::workload::{
     OBSERVED_GENERATION, ORIGINAL_STRATEGY_ANNOTATION, READS_GENERATION, TEMPLATE,
 };
@@ -60,10 +58,6 @@ impl Workload for DaemonSet {
             .integer(status)
             .is_some_and(|desired| UPDATED.integer(status).unwrap_or(0) < desired);
         generation_stale(old, status) || behind
-    }
-
-    fn restart_command(&self, namespace: &str, name: &str) -> String {
-        kubectl_rollout("restart", &DECLARED, namespace, name)
     }
 }
 

@@ -47,10 +47,6 @@ impl Workload for Deployment {
         generation_stale(old, status) || behind || progressing
     }
 
-    fn restart_command(&self, namespace: &str, name: &str) -> String {
-        kubectl_rollout("restart", &DECLARED, namespace, name)
-    }
-
     /// `kubectl rollout restart` refuses a paused Deployment; `rollout resume` applies the
     /// held changes (and is also what a Deployment that is not held needs to roll).
     fn apply_held_now(&self, namespace: &str, name: &str) -> String {

@@ -3,9 +3,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::workload::update_strategy::{int32_at_least, percent_at_least, Strategy, PATH};
-use crate::workload::{
-    generation_stale, kubectl_rollout, replicas, Control, Json, Kind, StatusMember,
-};
+use crate::workload::{generation_stale, replicas, Control, Json, Kind, StatusMember};
 use crate::workload::{Workload, ORIGINAL_STRATEGY_ANNOTATION};
 use crate::workload::{OBSERVED_GENERATION, READS_GENERATION, READS_REPLICAS, TEMPLATE};
 
@@ -64,10 +62,6 @@ impl Workload for StatefulSet {
         };
         let behind = UPDATED_REPLICAS.integer(status).unwrap_or(0) < replicas(old);
         generation_stale(old, status) || revisions_differ || behind
-    }
-
-    fn restart_command(&self, namespace: &str, name: &str) -> String {
-        kubectl_rollout("restart", &DECLARED, namespace, name)
     }
 }
 
